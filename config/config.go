@@ -1,0 +1,348 @@
+// Package config loads and validates toolbridge's configuration.
+//
+// Sources are merged in this order, each overriding the one before:
+// built-in defaults < config file (YAML, JSON or TOML, chosen by extension) <
+// environment variables TOOLBRIDGE_* < command-line flags.
+//
+// The file may be a Claude Desktop / Claude Code config as is: its
+// "mcpServers" object is toolbridge's server list. The doc comments of the
+// types below are the user-facing reference of every key.
+package config
+
+import "time"
+
+// Mode says when toolbridge switches to bridge mode.
+type Mode string
+
+// The activation modes.
+const (
+	// ModeAuto bridges when the deferrable tools' schemas reach the threshold.
+	ModeAuto Mode = "auto"
+	// ModeOn bridges whenever at least one tool is deferrable.
+	ModeOn Mode = "on"
+	// ModeOff serves every upstream tool directly (pass-through).
+	ModeOff Mode = "off"
+)
+
+// Defer is a server's deferral policy.
+type Defer string
+
+// The per-server deferral policies.
+const (
+	// DeferAuto marks the server's tools deferrable (the MCP-origin marker);
+	// they are deferred when the activation decision says bridge.
+	DeferAuto Defer = "auto"
+	// DeferAlways defers the server's tools whenever bridge mode is on.
+	DeferAlways Defer = "always"
+	// DeferNever makes every tool of the server core: always visible.
+	DeferNever Defer = "never"
+	// DeferUnmarked leaves the tools unmarked (class unknown, visible).
+	DeferUnmarked Defer = "unmarked"
+)
+
+// Class is a tool's classification.
+type Class string
+
+// The tool classes.
+const (
+	// ClassCore tools are always visible with their full schema.
+	ClassCore Class = "core"
+	// ClassDeferrable tools are loaded on demand in bridge mode.
+	ClassDeferrable Class = "deferrable"
+	// ClassUnknown tools matched no rule; they stay visible.
+	ClassUnknown Class = "unknown"
+)
+
+// Upstream transports.
+const (
+	TransportStdio          = "stdio"
+	TransportStreamableHTTP = "streamable-http"
+	TransportSSE            = "sse"
+)
+
+// Downstream transports.
+const (
+	ServeStdio = "stdio"
+	ServeHTTP  = "http"
+)
+
+// Disclosure policies for tools found by tool_search.
+const (
+	// DisclosureBridge never changes the client's tool list (keeps prompt
+	// caches intact); deferred tools are reached through tool_call.
+	DisclosureBridge = "bridge"
+	// DisclosureActivate adds every tool returned by tool_search to that
+	// session's tool list and notifies the client.
+	DisclosureActivate = "activate"
+)
+
+// Tokenizers for token accounting.
+const (
+	// TokenizerO200k is the o200k_base BPE encoding, counted offline.
+	TokenizerO200k = "o200k_base"
+	// TokenizerEstimate counts len(JSON)/4: a fallback, not an exact figure.
+	TokenizerEstimate = "estimate"
+)
+
+// Telemetry exporters.
+const (
+	ExporterNone   = "none"
+	ExporterOTLP   = "otlp"
+	ExporterStdout = "stdout"
+)
+
+// Config is toolbridge's whole configuration.
+type Config struct {
+	// Servers are the upstream MCP servers, by name. The key is
+	// "mcpServers", as in Claude Desktop's claude_desktop_config.json.
+	// A name must match ^[a-zA-Z0-9_-]{1,64}$ and must not contain "__".
+	Servers map[string]Server `koanf:"mcpServers" json:"mcpServers"`
+
+	// Mode is on, auto or off (default auto). The booleans true/yes/1 and
+	// false/no/0 are accepted as on and off.
+	Mode Mode `koanf:"mode" json:"mode"`
+	// ThresholdPct: in auto mode, bridge when the deferrable tools' schemas
+	// take at least this percentage of ContextWindow (default 10; 0 means
+	// always bridge).
+	ThresholdPct float64 `koanf:"threshold_pct" json:"threshold_pct"`
+	// ContextWindow is the model's context window in tokens (default 200000).
+	ContextWindow int `koanf:"context_window" json:"context_window"`
+	// MinTokens, when above 0, also bridges once the deferrable tools'
+	// schemas reach this many tokens, whatever the percentage.
+	MinTokens int `koanf:"min_tokens" json:"min_tokens"`
+	// Tokenizer is o200k_base (default) or estimate (chars/4).
+	Tokenizer string `koanf:"tokenizer" json:"tokenizer"`
+
+	// CoreTools replaces the built-in set of core tool names (see
+	// DefaultCoreTools). An empty list means no name is core by itself.
+	CoreTools []string `koanf:"core_tools" json:"core_tools"`
+	// NeverDefer adds tool names to the core set.
+	NeverDefer []string `koanf:"never_defer" json:"never_defer"`
+	// DeferrablePrefixes mark a tool deferrable by its name (default ["mcp_"]).
+	DeferrablePrefixes []string `koanf:"deferrable_prefixes" json:"deferrable_prefixes"`
+	// Tools are per-tool rules; the first whose glob matches a tool's
+	// canonical id "server::tool" decides its class, before any other rule.
+	Tools []ToolRule `koanf:"tools" json:"tools"`
+
+	// Disclosure is bridge (default) or activate; see DisclosureBridge.
+	Disclosure string `koanf:"disclosure" json:"disclosure"`
+	// Search tunes tool_search.
+	Search Search `koanf:"search" json:"search"`
+
+	// Serve is the downstream side: how clients reach toolbridge.
+	Serve Serve `koanf:"serve" json:"serve"`
+	// Timeouts for upstream servers; a server may override them.
+	Timeouts Timeouts `koanf:"timeouts" json:"timeouts"`
+	// Restart is the backoff for upstream servers that die.
+	Restart Restart `koanf:"restart" json:"restart"`
+	// MaxResultBytes bounds one upstream result (default 10 MiB).
+	MaxResultBytes int64 `koanf:"max_result_bytes" json:"max_result_bytes"`
+
+	// Telemetry configures OpenTelemetry traces and metrics.
+	Telemetry Telemetry `koanf:"telemetry" json:"telemetry"`
+	// Hooks run around every tool call, in order.
+	Hooks []Hook `koanf:"hooks" json:"hooks"`
+	// Audit writes one JSON line per tool call.
+	Audit Audit `koanf:"audit" json:"audit"`
+}
+
+// Server is one upstream MCP server. Give either Command (stdio) or URL.
+type Server struct {
+	// Command starts a stdio server; Args are its arguments.
+	Command string   `koanf:"command" json:"command,omitempty"`
+	Args    []string `koanf:"args" json:"args,omitempty"`
+	// Env is added to the child's environment; values may use ${VAR}.
+	Env map[string]string `koanf:"env" json:"env,omitempty"`
+	// Cwd is the child's working directory (default: toolbridge's).
+	Cwd string `koanf:"cwd" json:"cwd,omitempty"`
+
+	// URL of a remote server.
+	URL string `koanf:"url" json:"url,omitempty"`
+	// Transport is streamable-http (default for a URL) or sse; stdio for a
+	// command. Claude Code's "type" key (stdio, http, sse) is accepted too.
+	Transport string `koanf:"transport" json:"transport,omitempty"`
+	Type      string `koanf:"type" json:"type,omitempty"`
+	// Headers are sent with every HTTP request; values may use ${VAR}.
+	Headers map[string]string `koanf:"headers" json:"headers,omitempty"`
+
+	// Defer is auto (default), always, never or unmarked; see Defer.
+	Defer Defer `koanf:"defer" json:"defer,omitempty"`
+	// Disabled servers are not started.
+	Disabled bool `koanf:"disabled" json:"disabled,omitempty"`
+	// Description is a one-line purpose shown in tool_search's catalog hint
+	// (default: the server's own instructions or name).
+	Description string `koanf:"description" json:"description,omitempty"`
+
+	// ConnectTimeout and CallTimeout override Timeouts for this server.
+	ConnectTimeout time.Duration `koanf:"connect_timeout" json:"connect_timeout,omitempty"`
+	CallTimeout    time.Duration `koanf:"call_timeout" json:"call_timeout,omitempty"`
+}
+
+// ToolRule classifies the tools whose canonical id matches a glob.
+type ToolRule struct {
+	// Match is a glob on "server::tool" (* and ? wildcards, [..] classes).
+	Match string `koanf:"match" json:"match"`
+	// Class is core, deferrable or unknown.
+	Class Class `koanf:"class" json:"class"`
+}
+
+// Search tunes tool_search.
+type Search struct {
+	// DefaultLimit is the number of hits when the caller gives none (default 5).
+	DefaultLimit int `koanf:"default_limit" json:"default_limit"`
+	// MaxLimit caps the caller's limit (default 20).
+	MaxLimit int `koanf:"max_limit" json:"max_limit"`
+	// HintTokens is the budget of the catalog hint in tool_search's
+	// description (default 1000).
+	HintTokens int `koanf:"hint_tokens" json:"hint_tokens"`
+	// RevealLimit bounds the tools revealed to one session with disclosure
+	// activate (default 64; the oldest go first).
+	RevealLimit int `koanf:"reveal_limit" json:"reveal_limit"`
+}
+
+// Serve is the downstream side.
+type Serve struct {
+	// Transport is stdio (default) or http (streamable HTTP at /mcp).
+	Transport string `koanf:"transport" json:"transport"`
+	// Listen is the HTTP address (default 127.0.0.1:8080).
+	Listen string `koanf:"listen" json:"listen"`
+	// AllowRemote must be true to listen on anything but loopback.
+	AllowRemote bool `koanf:"allow_remote" json:"allow_remote"`
+	// AuthToken, if set, is required as "Authorization: Bearer <token>".
+	AuthToken string `koanf:"auth_token" json:"auth_token,omitempty"`
+	// AllowedOrigins are accepted in the Origin header besides loopback ones.
+	AllowedOrigins []string `koanf:"allowed_origins" json:"allowed_origins"`
+	// MaxBodyBytes bounds one HTTP request body (default 4 MiB).
+	MaxBodyBytes int64 `koanf:"max_body_bytes" json:"max_body_bytes"`
+	// MaxInFlight bounds concurrent calls per session (default 64).
+	MaxInFlight int `koanf:"max_in_flight" json:"max_in_flight"`
+	// ShutdownGrace is how long in-flight calls may finish on SIGTERM
+	// (default 10s).
+	ShutdownGrace time.Duration `koanf:"shutdown_grace" json:"shutdown_grace"`
+}
+
+// Timeouts for upstream servers.
+type Timeouts struct {
+	// Connect bounds starting and initializing one server (default 30s).
+	Connect time.Duration `koanf:"connect" json:"connect"`
+	// Call bounds one tool call (default 60s).
+	Call time.Duration `koanf:"call" json:"call"`
+}
+
+// Restart is the backoff for upstream servers that die.
+type Restart struct {
+	// Initial is the first delay (default 500ms); it doubles up to Max
+	// (default 30s).
+	Initial time.Duration `koanf:"initial" json:"initial"`
+	Max     time.Duration `koanf:"max" json:"max"`
+}
+
+// Telemetry configures OpenTelemetry.
+type Telemetry struct {
+	// Exporter is none (default), otlp or stdout. otlp honours the standard
+	// OTEL_EXPORTER_OTLP_ENDPOINT and OTEL_EXPORTER_OTLP_PROTOCOL
+	// (grpc or http/protobuf) variables; OTEL_SERVICE_NAME defaults to
+	// toolbridge.
+	Exporter string `koanf:"exporter" json:"exporter"`
+	// RecordContent adds queries, arguments and results to spans. Off by
+	// default: they may hold personal data.
+	RecordContent bool `koanf:"record_content" json:"record_content"`
+}
+
+// Hook runs a command around matching tool calls. The call arrives as JSON
+// on stdin; exit 0 allows, exit 2 denies with stderr as the reason, any other
+// exit is logged and allows.
+type Hook struct {
+	// Match is a glob on "server::tool" (default "*").
+	Match string `koanf:"match" json:"match"`
+	// Command and Args run the hook.
+	Command string   `koanf:"command" json:"command"`
+	Args    []string `koanf:"args" json:"args,omitempty"`
+	// Events are before and/or after (default before).
+	Events []string `koanf:"events" json:"events,omitempty"`
+	// Timeout bounds one run (default 5s).
+	Timeout time.Duration `koanf:"timeout" json:"timeout"`
+}
+
+// Audit writes one JSON line per tool call.
+type Audit struct {
+	// File is the path to append to; empty disables the audit log.
+	File string `koanf:"file" json:"file"`
+}
+
+// DefaultCoreTools are the everyday agent tools a model must never have to
+// search for: file operations, shell, web, scheduling, memory and clarify.
+func DefaultCoreTools() []string {
+	return []string{
+		"read_file", "write_file", "edit_file", "list_files", "list_directory",
+		"get_file_info", "copy_file", "move_file", "delete_file", "search_files",
+		"execute_command", "bash", "run_command", "list_processes", "kill_process",
+		"get_system_info",
+		"web_search", "search_web", "internet_search", "web_fetch", "fetch",
+		"web_crawl", "crawl_web",
+		"schedule_add", "schedule_list", "schedule_remove",
+		"store_memory", "search_memory",
+		"clarify", "ask_user",
+	}
+}
+
+// Default returns the built-in defaults, the lowest layer of every load.
+func Default() Config {
+	return Config{
+		Servers:            map[string]Server{},
+		Mode:               ModeAuto,
+		ThresholdPct:       10,
+		ContextWindow:      200000,
+		Tokenizer:          TokenizerO200k,
+		CoreTools:          DefaultCoreTools(),
+		DeferrablePrefixes: []string{"mcp_"},
+		Disclosure:         DisclosureBridge,
+		Search:             Search{DefaultLimit: 5, MaxLimit: 20, HintTokens: 1000, RevealLimit: 64},
+		Serve: Serve{
+			Transport:     ServeStdio,
+			Listen:        "127.0.0.1:8080",
+			MaxBodyBytes:  4 << 20,
+			MaxInFlight:   64,
+			ShutdownGrace: 10 * time.Second,
+		},
+		Timeouts:       Timeouts{Connect: 30 * time.Second, Call: 60 * time.Second},
+		Restart:        Restart{Initial: 500 * time.Millisecond, Max: 30 * time.Second},
+		MaxResultBytes: 10 << 20,
+		Telemetry:      Telemetry{Exporter: ExporterNone},
+	}
+}
+
+// UpstreamTransport is the server's resolved transport: stdio, sse or
+// streamable-http.
+func (s Server) UpstreamTransport() string {
+	t := s.Transport
+	if t == "" {
+		t = s.Type
+	}
+	switch t {
+	case "http", "streamable-http", "streamablehttp", "streamable_http":
+		return TransportStreamableHTTP
+	case "":
+		if s.Command != "" {
+			return TransportStdio
+		}
+		return TransportStreamableHTTP
+	}
+	return t
+}
+
+// EffectiveConnectTimeout is the server's connect timeout or the default.
+func (c *Config) EffectiveConnectTimeout(s Server) time.Duration {
+	if s.ConnectTimeout > 0 {
+		return s.ConnectTimeout
+	}
+	return c.Timeouts.Connect
+}
+
+// EffectiveCallTimeout is the server's call timeout or the default.
+func (c *Config) EffectiveCallTimeout(s Server) time.Duration {
+	if s.CallTimeout > 0 {
+		return s.CallTimeout
+	}
+	return c.Timeouts.Call
+}
