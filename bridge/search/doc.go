@@ -1,0 +1,82 @@
+// Package search is the tool search engine behind tool_search and the name
+// resolver behind tool_call.
+//
+// Documents are tools. Each is analysed into six fields (name, server, title,
+// description, parameter names, parameter descriptions) and ranked with
+// BM25F: per-field weights and length normalisation, a small table of verb
+// and abbreviation synonyms, a Snowball English stemmer, character bigrams
+// for CJK text, an exact-name bonus and typo-tolerant name matching.
+//
+// The index is split into one segment per server, so adding or removing a
+// server re-analyses only that server's tools. It is safe for concurrent use:
+// Search and Resolve take a read lock; Upsert and Remove analyse outside the
+// lock and hold the write lock only to link or unlink one segment.
+//
+// The package is pure Go and knows nothing about MCP types; the gateway
+// converts tools to Document (DocumentFromToolJSON does it from a tool's
+// JSON form).
+package search
+
+// Param is one input parameter of a tool.
+type Param struct {
+	// Name is the parameter's name; nested properties use dotted paths.
+	Name string
+	// Description is the parameter's description, plus its enum values.
+	Description string
+}
+
+// Document is one tool as the index sees it.
+type Document struct {
+	// ID is the canonical "server::tool" id; Upsert fills it when empty.
+	ID string
+	// Server is the upstream server's name; Upsert overrides it with its
+	// server argument.
+	Server string
+	// Name is the tool's name as the server reports it.
+	Name string
+	// Title is the tool's human-readable title, if any.
+	Title string
+	// Description is the tool's description.
+	Description string
+	// Params are the tool's input parameters.
+	Params []Param
+}
+
+// Hit is one search result.
+type Hit struct {
+	// ID is the tool's canonical "server::tool" id.
+	ID string
+	// Server is the tool's server.
+	Server string
+	// Name is the tool's name.
+	Name string
+	// Score is the ranking score; higher is better. Only the order and the
+	// ratio to the best score mean something.
+	Score float64
+	// Exact says the whole query named this tool (id, name or alias).
+	Exact bool
+	// Fuzzy says the tool's name is a close spelling of the query.
+	Fuzzy bool
+}
+
+// ServerTools lists some of one server's tool names, for browsing.
+type ServerTools struct {
+	// Server is the server's name.
+	Server string
+	// Names are the first tool names of the server, in its own order.
+	Names []string
+	// Total is how many tools the server has; it may exceed len(Names).
+	Total int
+}
+
+// Result is the answer to one Search.
+type Result struct {
+	// Hits are the matching tools, best first, at most the limit.
+	Hits []Hit
+	// DidYouMean are ids whose names are close spellings of the query, set
+	// when there are no hits or the query looks like a misspelt tool name.
+	DidYouMean []string
+	// Browse lists tool names grouped by server, set for an empty query and
+	// when nothing matched; it is bounded by Options.BrowseMax.
+	Browse []ServerTools
+}

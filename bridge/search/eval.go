@@ -1,0 +1,82 @@
+package search
+
+import (
+	"fmt"
+	"io"
+)
+
+// Metrics are retrieval-quality averages over a query set. Recall@k is the
+// fraction of a query's relevant tools found in the top k; Hit@5 counts a
+// query as found when any relevant tool is in the top 5; MRR@10 is the
+// mean reciprocal rank of the first relevant tool within the top 10.
+type Metrics struct {
+	Queries  int
+	Recall1  float64
+	Recall5  float64
+	Recall10 float64
+	Hit5     float64
+	MRR10    float64
+}
+
+// Evaluate runs every query through ix.Search with limit k (full query text
+// as the query) and averages the metrics. Ranks past k count as misses.
+func Evaluate(ix *Index, queries []Query, k int) Metrics {
+	var m Metrics
+	for _, q := range queries {
+		res := ix.Search(q.Query, k)
+		rel := make(map[string]bool, len(q.Relevant))
+		for _, id := range q.Relevant {
+			rel[id] = true
+		}
+		var found1, found5, found10 int
+		first := 0
+		for i, h := range res.Hits {
+			if !rel[h.ID] {
+				continue
+			}
+			rank := i + 1
+			if first == 0 {
+				first = rank
+			}
+			if rank <= 1 {
+				found1++
+			}
+			if rank <= 5 {
+				found5++
+			}
+			if rank <= 10 {
+				found10++
+			}
+		}
+		n := float64(len(rel))
+		m.Recall1 += float64(found1) / n
+		m.Recall5 += float64(found5) / n
+		m.Recall10 += float64(found10) / n
+		if found5 > 0 {
+			m.Hit5++
+		}
+		if first > 0 && first <= 10 {
+			m.MRR10 += 1 / float64(first)
+		}
+		m.Queries++
+	}
+	if m.Queries > 0 {
+		n := float64(m.Queries)
+		m.Recall1 /= n
+		m.Recall5 /= n
+		m.Recall10 /= n
+		m.Hit5 /= n
+		m.MRR10 /= n
+	}
+	return m
+}
+
+// WriteTableHeader writes the header of the table WriteTableRow fills.
+func WriteTableHeader(w io.Writer) {
+	fmt.Fprintf(w, "%-28s %7s %8s %8s %9s %6s %7s\n", "dataset", "queries", "Recall@1", "Recall@5", "Recall@10", "Hit@5", "MRR@10")
+}
+
+// WriteTableRow writes one dataset's metrics as a table row.
+func WriteTableRow(w io.Writer, name string, m Metrics) {
+	fmt.Fprintf(w, "%-28s %7d %8.3f %8.3f %9.3f %6.3f %7.3f\n", name, m.Queries, m.Recall1, m.Recall5, m.Recall10, m.Hit5, m.MRR10)
+}

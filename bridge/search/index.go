@@ -1,0 +1,205 @@
+package search
+
+import (
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Index is a BM25F index of tools, one segment per server. Its methods are
+// safe for concurrent use.
+type Index struct {
+	opts Options
+	an   *analyzer
+	syn  synonymTable
+
+	// scratch pools per-search score accumulators.
+	scratch sync.Pool
+
+	mu    sync.RWMutex
+	segs  map[string]*segment // by server name
+	order []*segment          // sorted by server name; bases follow this order
+	terms map[string]*termEntry
+	// names maps a lowercase tool name to every tool with that name.
+	names map[string][]nameRef
+	// ids maps a lowercase canonical id to its tools (several only when
+	// ids differ by case alone).
+	ids    map[string][]nameRef
+	nDocs  int
+	lenSum [numFields]float64
+}
+
+// termEntry is one term's postings across segments.
+type termEntry struct {
+	df    int
+	lists []segPostings
+}
+
+type segPostings struct {
+	seg *segment
+	p   []posting
+}
+
+// nameRef locates one tool for name resolution.
+type nameRef struct {
+	seg *segment
+	doc uint32
+}
+
+func (r nameRef) id() string   { return r.seg.docs[r.doc].id }
+func (r nameRef) name() string { return r.seg.docs[r.doc].name }
+
+// New returns an empty index. Zero fields of opts take the tuned defaults.
+func New(opts Options) *Index {
+	ix := &Index{
+		opts:  opts.withDefaults(),
+		an:    &analyzer{},
+		segs:  make(map[string]*segment),
+		terms: make(map[string]*termEntry),
+		names: make(map[string][]nameRef),
+		ids:   make(map[string][]nameRef),
+	}
+	ix.syn = buildSynonyms(ix.an)
+	return ix
+}
+
+// Options returns the options in force, defaults filled in.
+func (ix *Index) Options() Options { return ix.opts }
+
+// Upsert replaces the tools of server with docs; an empty docs removes the
+// server. Only this server's tools are analysed; the rest of the index is
+// untouched.
+func (ix *Index) Upsert(server string, docs []Document) {
+	if len(docs) == 0 {
+		ix.Remove(server)
+		return
+	}
+	seg := buildSegment(ix.an, server, docs)
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if old := ix.segs[server]; old != nil {
+		ix.unlink(old)
+	}
+	ix.link(seg)
+	ix.renumber()
+}
+
+// Remove drops every tool of server.
+func (ix *Index) Remove(server string) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if old := ix.segs[server]; old != nil {
+		ix.unlink(old)
+		ix.renumber()
+	}
+}
+
+// Len returns the number of tools in the index.
+func (ix *Index) Len() int {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.nDocs
+}
+
+// Servers returns the indexed server names, sorted.
+func (ix *Index) Servers() []string {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	out := make([]string, len(ix.order))
+	for i, s := range ix.order {
+		out[i] = s.server
+	}
+	return out
+}
+
+// link adds seg's postings, names and statistics. Caller holds mu.
+func (ix *Index) link(seg *segment) {
+	ix.segs[seg.server] = seg
+	i, _ := slices.BinarySearchFunc(ix.order, seg.server, func(s *segment, name string) int {
+		return strings.Compare(s.server, name)
+	})
+	ix.order = slices.Insert(ix.order, i, seg)
+	for t, p := range seg.terms {
+		e := ix.terms[t]
+		if e == nil {
+			e = &termEntry{}
+			ix.terms[t] = e
+		}
+		e.df += len(p)
+		e.lists = append(e.lists, segPostings{seg: seg, p: p})
+	}
+	for d := range seg.docs {
+		ref := nameRef{seg: seg, doc: uint32(d)}
+		ln := strings.ToLower(seg.docs[d].name)
+		ix.names[ln] = append(ix.names[ln], ref)
+		li := strings.ToLower(seg.docs[d].id)
+		ix.ids[li] = append(ix.ids[li], ref)
+	}
+	ix.nDocs += len(seg.docs)
+	for f := range ix.lenSum {
+		ix.lenSum[f] += seg.lenSum[f]
+	}
+}
+
+// unlink removes everything link added for seg. Caller holds mu.
+func (ix *Index) unlink(seg *segment) {
+	delete(ix.segs, seg.server)
+	ix.order = slices.DeleteFunc(ix.order, func(s *segment) bool { return s == seg })
+	for t, p := range seg.terms {
+		e := ix.terms[t]
+		if e == nil {
+			continue
+		}
+		e.df -= len(p)
+		e.lists = slices.DeleteFunc(e.lists, func(sp segPostings) bool { return sp.seg == seg })
+		if len(e.lists) == 0 {
+			delete(ix.terms, t)
+		}
+	}
+	drop := func(m map[string][]nameRef, key string) {
+		refs := slices.DeleteFunc(m[key], func(r nameRef) bool { return r.seg == seg })
+		if len(refs) == 0 {
+			delete(m, key)
+		} else {
+			m[key] = refs
+		}
+	}
+	for d := range seg.docs {
+		drop(ix.names, strings.ToLower(seg.docs[d].name))
+		drop(ix.ids, strings.ToLower(seg.docs[d].id))
+	}
+	ix.nDocs -= len(seg.docs)
+	for f := range ix.lenSum {
+		ix.lenSum[f] -= seg.lenSum[f]
+	}
+}
+
+// renumber lays the segments out one after another in the index-wide
+// document numbering. It touches one field per segment, not per document.
+// Caller holds mu.
+func (ix *Index) renumber() {
+	base := 0
+	for _, s := range ix.order {
+		s.base = base
+		base += len(s.docs)
+	}
+}
+
+// locate maps an index-wide document number to its segment and local
+// number. Caller holds mu (read).
+func (ix *Index) locate(g int) (*segment, uint32) {
+	i, found := slices.BinarySearchFunc(ix.order, g, func(s *segment, g int) int {
+		switch {
+		case s.base+len(s.docs) <= g:
+			return -1
+		case s.base > g:
+			return 1
+		}
+		return 0
+	})
+	if !found {
+		return nil, 0
+	}
+	s := ix.order[i]
+	return s, uint32(g - s.base)
+}

@@ -1,0 +1,132 @@
+package search
+
+// Field identifies one indexed field of a Document.
+type Field int
+
+// The indexed fields, in the order of Options.Fields.
+const (
+	FieldName Field = iota
+	FieldServer
+	FieldTitle
+	FieldDescription
+	FieldParamName
+	FieldParamDescription
+	numFields
+)
+
+// FieldParams tunes one field of BM25F.
+type FieldParams struct {
+	// Weight multiplies the field's term frequency. Zero means the tuned
+	// default; a negative weight switches the field off.
+	Weight float64
+	// B is the field's length normalisation (0 none, 1 full). Zero means the
+	// tuned default; a negative value means no normalisation.
+	B float64
+}
+
+// Options tunes the index. The zero value is the tuned default; each zero
+// field takes its default independently.
+type Options struct {
+	// Fields are the per-field BM25F parameters, indexed by Field.
+	Fields [numFields]FieldParams
+	// K1 is BM25's term-frequency saturation.
+	K1 float64
+	// SynonymWeight scales a synonym's contribution relative to the query
+	// term itself (0..1); negative switches synonyms off.
+	SynonymWeight float64
+	// Cutoff drops hits scoring under this fraction of the best hit;
+	// negative keeps every hit up to the limit.
+	Cutoff float64
+	// ExactBonus is added to a tool the whole query names exactly, so it
+	// ranks first whatever the text scores are.
+	ExactBonus float64
+	// DefaultLimit is the number of hits when Search gets a limit <= 0.
+	DefaultLimit int
+	// MaxLimit caps Search's limit.
+	MaxLimit int
+	// BrowseMax bounds the names listed in Result.Browse over all servers.
+	BrowseMax int
+	// BrowsePerServer bounds the names listed for one server in Browse.
+	BrowsePerServer int
+	// DidYouMeanMax bounds Result.DidYouMean and Resolve's candidates.
+	DidYouMeanMax int
+	// MaxQueryBytes truncates longer queries so one request cannot make a
+	// search slow.
+	MaxQueryBytes int
+}
+
+// DefaultOptions returns the tuned defaults (see eval_test.go for the
+// benchmarks they were tuned on).
+func DefaultOptions() Options {
+	var o Options
+	o.Fields[FieldName] = FieldParams{Weight: 3, B: 0.5}
+	o.Fields[FieldServer] = FieldParams{Weight: 1, B: 0.5}
+	o.Fields[FieldTitle] = FieldParams{Weight: 2, B: 0.5}
+	o.Fields[FieldDescription] = FieldParams{Weight: 1, B: 0.75}
+	o.Fields[FieldParamName] = FieldParams{Weight: 1, B: 0.5}
+	o.Fields[FieldParamDescription] = FieldParams{Weight: 0.5, B: 0.75}
+	o.K1 = 1.2
+	o.SynonymWeight = 0.6
+	o.Cutoff = 0.25
+	o.ExactBonus = 1000
+	o.DefaultLimit = 5
+	o.MaxLimit = 20
+	o.BrowseMax = 200
+	o.BrowsePerServer = 30
+	o.DidYouMeanMax = 5
+	o.MaxQueryBytes = 8192
+	return o
+}
+
+// withDefaults fills every zero field of o from DefaultOptions and turns the
+// "negative means off" conventions into plain values.
+func (o Options) withDefaults() Options {
+	d := DefaultOptions()
+	for f := range o.Fields {
+		switch {
+		case o.Fields[f].Weight == 0:
+			o.Fields[f].Weight = d.Fields[f].Weight
+		case o.Fields[f].Weight < 0:
+			o.Fields[f].Weight = 0
+		}
+		switch {
+		case o.Fields[f].B == 0:
+			o.Fields[f].B = d.Fields[f].B
+		case o.Fields[f].B < 0:
+			o.Fields[f].B = 0
+		}
+		o.Fields[f].B = min(o.Fields[f].B, 1)
+	}
+	o.K1 = orFloat(o.K1, d.K1)
+	o.SynonymWeight = min(orFloat(o.SynonymWeight, d.SynonymWeight), 1)
+	o.Cutoff = min(orFloat(o.Cutoff, d.Cutoff), 1)
+	if o.ExactBonus <= 0 {
+		o.ExactBonus = d.ExactBonus
+	}
+	o.MaxLimit = orInt(o.MaxLimit, d.MaxLimit)
+	o.DefaultLimit = min(orInt(o.DefaultLimit, d.DefaultLimit), o.MaxLimit)
+	o.BrowseMax = orInt(o.BrowseMax, d.BrowseMax)
+	o.BrowsePerServer = orInt(o.BrowsePerServer, d.BrowsePerServer)
+	o.DidYouMeanMax = orInt(o.DidYouMeanMax, d.DidYouMeanMax)
+	o.MaxQueryBytes = orInt(o.MaxQueryBytes, d.MaxQueryBytes)
+	return o
+}
+
+// orFloat returns def for zero, 0 for negative ("off") and v otherwise.
+func orFloat(v, def float64) float64 {
+	switch {
+	case v == 0:
+		return def
+	case v < 0:
+		return 0
+	}
+	return v
+}
+
+// orInt returns def for v <= 0 and v otherwise.
+func orInt(v, def int) int {
+	if v <= 0 {
+		return def
+	}
+	return v
+}

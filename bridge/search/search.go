@@ -1,0 +1,224 @@
+package search
+
+import (
+	"math"
+	"slices"
+	"strings"
+)
+
+// scratch holds one search's score accumulators, indexed by index-wide
+// document number. Entries are zeroed after use via the touched lists.
+type scratch struct {
+	acc      []float64
+	group    []float64
+	touched  []int
+	gtouched []int
+}
+
+func (ix *Index) getScratch(n int) *scratch {
+	sc, _ := ix.scratch.Get().(*scratch)
+	if sc == nil {
+		sc = &scratch{}
+	}
+	if len(sc.acc) < n {
+		sc.acc = make([]float64, n)
+		sc.group = make([]float64, n)
+	}
+	return sc
+}
+
+func (ix *Index) putScratch(sc *scratch) {
+	for _, g := range sc.touched {
+		sc.acc[g] = 0
+	}
+	sc.touched = sc.touched[:0]
+	sc.gtouched = sc.gtouched[:0]
+	ix.scratch.Put(sc)
+}
+
+// scored is a candidate hit during ranking.
+type scored struct {
+	g     int     // index-wide document number
+	score float64 // final score, bonuses included
+	base  float64 // text score, for the cutoff
+	exact bool
+	fuzzy bool
+}
+
+// Search ranks the tools for query and returns at most limit hits (limit
+// <= 0 means Options.DefaultLimit; larger than Options.MaxLimit is capped).
+// An empty query browses: Result.Browse lists tool names by server. A query
+// that matches nothing gets Browse and DidYouMean instead of hits.
+func (ix *Index) Search(query string, limit int) Result {
+	if limit <= 0 {
+		limit = ix.opts.DefaultLimit
+	}
+	limit = min(limit, ix.opts.MaxLimit)
+	query = strings.TrimSpace(truncate(query, ix.opts.MaxQueryBytes))
+
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if query == "" || ix.nDocs == 0 {
+		return Result{Browse: ix.browse()}
+	}
+
+	sc := ix.getScratch(ix.nDocs)
+	defer ix.putScratch(sc)
+	ix.accumulate(ix.parseQuery(query), sc)
+
+	best := 0.0
+	for _, g := range sc.touched {
+		best = max(best, sc.acc[g])
+	}
+	bonus := make(map[int]*scored)
+	for _, ref := range ix.exactRefs(query) {
+		g := ref.seg.base + int(ref.doc)
+		bonus[g] = &scored{g: g, base: sc.acc[g], score: sc.acc[g] + ix.opts.ExactBonus, exact: true}
+	}
+	var dym []fuzzyCand
+	if len(bonus) == 0 && (best == 0 || isIdentifierLike(query)) {
+		dym = ix.fuzzyNames(query)
+		for _, c := range dym {
+			if c.sim < fuzzyHitSim {
+				continue
+			}
+			g := c.ref.seg.base + int(c.ref.doc)
+			bonus[g] = &scored{g: g, base: sc.acc[g], score: sc.acc[g] + c.sim*max(best, 1), fuzzy: true}
+		}
+	}
+
+	hits := ix.topHits(sc, bonus, best, limit)
+	res := Result{Hits: hits}
+	for i, c := range dym {
+		if i == ix.opts.DidYouMeanMax {
+			break
+		}
+		res.DidYouMean = append(res.DidYouMean, c.ref.id())
+	}
+	if len(hits) == 0 {
+		res.Browse = ix.browse()
+	}
+	return res
+}
+
+// accumulate adds every document's BM25F score for groups into sc.acc.
+// Caller holds mu (read).
+func (ix *Index) accumulate(groups []queryGroup, sc *scratch) {
+	n := float64(ix.nDocs)
+	var w, bConst, bLen [numFields]float64
+	for f, fp := range ix.opts.Fields {
+		w[f] = fp.Weight
+		bConst[f] = 1 - fp.B
+		if ix.lenSum[f] > 0 {
+			bLen[f] = fp.B * n / ix.lenSum[f] // B / average length
+		}
+	}
+	k1 := ix.opts.K1
+	for _, grp := range groups {
+		single := len(grp.alts) == 1
+		for _, a := range grp.alts {
+			e := ix.terms[a.term]
+			if e == nil || e.df == 0 {
+				continue
+			}
+			df := float64(e.df)
+			wq := a.w * math.Log(1+(n-df+0.5)/(df+0.5))
+			for _, sp := range e.lists {
+				base, docs := sp.seg.base, sp.seg.docs
+				for _, p := range sp.p {
+					lens := &docs[p.doc].lens
+					tfn := 0.0
+					for f, tf := range p.tf {
+						if tf != 0 {
+							tfn += w[f] * float64(tf) / (bConst[f] + bLen[f]*float64(lens[f]))
+						}
+					}
+					if tfn == 0 {
+						continue
+					}
+					s := wq * tfn / (k1 + tfn)
+					g := base + int(p.doc)
+					if single {
+						if sc.acc[g] == 0 {
+							sc.touched = append(sc.touched, g)
+						}
+						sc.acc[g] += s
+						continue
+					}
+					if sc.group[g] == 0 {
+						sc.gtouched = append(sc.gtouched, g)
+					}
+					sc.group[g] = max(sc.group[g], s)
+				}
+			}
+		}
+		for _, g := range sc.gtouched {
+			if sc.acc[g] == 0 {
+				sc.touched = append(sc.touched, g)
+			}
+			sc.acc[g] += sc.group[g]
+			sc.group[g] = 0
+		}
+		sc.gtouched = sc.gtouched[:0]
+	}
+}
+
+// topHits selects the best limit candidates, applies the cutoff and turns
+// them into hits. Caller holds mu (read).
+func (ix *Index) topHits(sc *scratch, bonus map[int]*scored, best float64, limit int) []Hit {
+	floor := 0.0
+	if ix.opts.Cutoff > 0 {
+		floor = ix.opts.Cutoff * best
+	}
+	top := make([]scored, 0, limit+1)
+	better := func(a, b scored) bool {
+		if a.score != b.score {
+			return a.score > b.score
+		}
+		return a.g < b.g
+	}
+	offer := func(c scored) {
+		if len(top) == limit && !better(c, top[len(top)-1]) {
+			return
+		}
+		i, _ := slices.BinarySearchFunc(top, c, func(x, y scored) int {
+			if better(x, y) {
+				return -1
+			}
+			return 1
+		})
+		top = slices.Insert(top, i, c)
+		if len(top) > limit {
+			top = top[:limit]
+		}
+	}
+	for _, g := range sc.touched {
+		if _, ok := bonus[g]; ok {
+			continue
+		}
+		if s := sc.acc[g]; s >= floor {
+			offer(scored{g: g, score: s, base: s})
+		}
+	}
+	for _, b := range bonus {
+		if b.exact || b.fuzzy || b.base >= floor {
+			offer(*b)
+		}
+	}
+	hits := make([]Hit, 0, len(top))
+	for _, c := range top {
+		seg, d := ix.locate(c.g)
+		if seg == nil {
+			continue
+		}
+		hits = append(hits, Hit{
+			ID:     seg.docs[d].id,
+			Server: seg.server,
+			Name:   seg.docs[d].name,
+			Score:  c.score,
+			Exact:  c.exact,
+			Fuzzy:  c.fuzzy,
+		})
+	}
+	return hits
+}
