@@ -41,8 +41,14 @@ func (a *analyzer) text(dst []string, s string, remember bool) []string {
 			dst = appendCJK(dst, word)
 			return
 		}
-		for _, part := range splitIdentifier(word) {
+		parts := splitIdentifier(word)
+		for _, part := range parts {
 			dst = a.appendTerm(dst, part, remember)
+		}
+		if len(parts) > 1 {
+			// "GitHub", "YouTube", "PostgreSQL" are also written and asked
+			// for whole.
+			dst = a.appendTerm(dst, word, remember)
 		}
 	})
 	return dst

@@ -34,6 +34,9 @@ type Options struct {
 	// SynonymWeight scales a synonym's contribution relative to the query
 	// term itself (0..1); negative switches synonyms off.
 	SynonymWeight float64
+	// NameCoverage multiplies a tool's score by 1 + NameCoverage x (the
+	// fraction of its name's parts the query matched); negative is off.
+	NameCoverage float64
 	// Cutoff drops hits scoring under this fraction of the best hit;
 	// negative keeps every hit up to the limit.
 	Cutoff float64
@@ -67,6 +70,7 @@ func DefaultOptions() Options {
 	o.Fields[FieldParamDescription] = FieldParams{Weight: 0.5, B: 0.75}
 	o.K1 = 1.2
 	o.SynonymWeight = 0.6
+	o.NameCoverage = 0.5
 	o.Cutoff = 0.25
 	o.ExactBonus = 1000
 	o.DefaultLimit = 5
@@ -99,6 +103,7 @@ func (o Options) withDefaults() Options {
 	}
 	o.K1 = orFloat(o.K1, d.K1)
 	o.SynonymWeight = min(orFloat(o.SynonymWeight, d.SynonymWeight), 1)
+	o.NameCoverage = orFloat(o.NameCoverage, d.NameCoverage)
 	o.Cutoff = min(orFloat(o.Cutoff, d.Cutoff), 1)
 	if o.ExactBonus <= 0 {
 		o.ExactBonus = d.ExactBonus

@@ -9,10 +9,15 @@ import (
 // scratch holds one search's score accumulators, indexed by index-wide
 // document number. Entries are zeroed after use via the touched lists.
 type scratch struct {
-	acc      []float64
-	group    []float64
-	touched  []int
-	gtouched []int
+	acc   []float64
+	group []float64
+	// nameHits counts the query groups that matched a part of the
+	// document's name; nameParts caches the document's part count.
+	nameHits  []uint8
+	nameParts []uint8
+	groupName []bool
+	touched   []int
+	gtouched  []int
 }
 
 func (ix *Index) getScratch(n int) *scratch {
@@ -23,6 +28,9 @@ func (ix *Index) getScratch(n int) *scratch {
 	if len(sc.acc) < n {
 		sc.acc = make([]float64, n)
 		sc.group = make([]float64, n)
+		sc.nameHits = make([]uint8, n)
+		sc.nameParts = make([]uint8, n)
+		sc.groupName = make([]bool, n)
 	}
 	return sc
 }
@@ -30,6 +38,7 @@ func (ix *Index) getScratch(n int) *scratch {
 func (ix *Index) putScratch(sc *scratch) {
 	for _, g := range sc.touched {
 		sc.acc[g] = 0
+		sc.nameHits[g] = 0
 	}
 	sc.touched = sc.touched[:0]
 	sc.gtouched = sc.gtouched[:0]
@@ -114,15 +123,24 @@ func (ix *Index) accumulate(groups []queryGroup, sc *scratch) {
 		}
 	}
 	k1 := ix.opts.K1
+	idf := func(t string) float64 {
+		df := 0.0
+		if e := ix.terms[t]; e != nil {
+			df = float64(e.df)
+		}
+		return math.Log(1 + (n-df+0.5)/(df+0.5))
+	}
 	for _, grp := range groups {
 		single := len(grp.alts) == 1
+		// A synonym is worth at most what the query's own word is worth:
+		// a rare synonym must not outscore a common exact match.
+		maxIDF := idf(grp.alts[0].term)
 		for _, a := range grp.alts {
 			e := ix.terms[a.term]
 			if e == nil || e.df == 0 {
 				continue
 			}
-			df := float64(e.df)
-			wq := a.w * math.Log(1+(n-df+0.5)/(df+0.5))
+			wq := a.w * min(idf(a.term), maxIDF)
 			for _, sp := range e.lists {
 				base, docs := sp.seg.base, sp.seg.docs
 				for _, p := range sp.p {
@@ -141,14 +159,20 @@ func (ix *Index) accumulate(groups []queryGroup, sc *scratch) {
 					if single {
 						if sc.acc[g] == 0 {
 							sc.touched = append(sc.touched, g)
+							sc.nameParts[g] = docs[p.doc].nameParts
 						}
 						sc.acc[g] += s
+						if p.namePart {
+							sc.nameHits[g]++
+						}
 						continue
 					}
 					if sc.group[g] == 0 {
 						sc.gtouched = append(sc.gtouched, g)
+						sc.nameParts[g] = docs[p.doc].nameParts
 					}
 					sc.group[g] = max(sc.group[g], s)
+					sc.groupName[g] = sc.groupName[g] || p.namePart
 				}
 			}
 		}
@@ -158,8 +182,21 @@ func (ix *Index) accumulate(groups []queryGroup, sc *scratch) {
 			}
 			sc.acc[g] += sc.group[g]
 			sc.group[g] = 0
+			if sc.groupName[g] {
+				sc.nameHits[g]++
+				sc.groupName[g] = false
+			}
 		}
 		sc.gtouched = sc.gtouched[:0]
+	}
+	// Tools are named for what they do ("create_issue"), so a query that
+	// covers the whole name is a strong signal beyond the terms' weights.
+	if beta := ix.opts.NameCoverage; beta > 0 {
+		for _, g := range sc.touched {
+			if parts := sc.nameParts[g]; parts > 0 && sc.nameHits[g] > 0 {
+				sc.acc[g] *= 1 + beta*min(1, float64(sc.nameHits[g])/float64(parts))
+			}
+		}
 	}
 }
 

@@ -12,6 +12,8 @@ type docInfo struct {
 	lname string
 	// lens are the field lengths in terms, for BM25 length normalisation.
 	lens [numFields]float32
+	// nameParts is the number of distinct terms in the split name.
+	nameParts uint8
 }
 
 // posting is one document's term frequencies for one term, per field.
@@ -19,6 +21,9 @@ type docInfo struct {
 type posting struct {
 	doc uint32
 	tf  [numFields]uint8
+	// namePart says the term is one of the parts of the split name (not
+	// a whole-name form), for the name-coverage boost.
+	namePart bool
 }
 
 // segment is the immutable analysed form of one server's tools. Only base
@@ -41,6 +46,7 @@ func buildSegment(a *analyzer, server string, docs []Document) *segment {
 	seen := make(map[string]bool, len(docs))
 	var fields [numFields][]string
 	counts := make(map[string]*[numFields]uint8)
+	parts := make(map[string]bool)
 	for _, d := range docs {
 		id := d.ID
 		if id == "" {
@@ -53,7 +59,12 @@ func buildSegment(a *analyzer, server string, docs []Document) *segment {
 		for f := range fields {
 			fields[f] = fields[f][:0]
 		}
-		fields[FieldName] = wholeForms(a.text(fields[FieldName], d.Name, true), d.Name)
+		fields[FieldName] = a.text(fields[FieldName], d.Name, true)
+		clear(parts)
+		for _, t := range fields[FieldName] {
+			parts[t] = true
+		}
+		fields[FieldName] = wholeForms(fields[FieldName], d.Name)
 		fields[FieldServer] = wholeForms(a.text(fields[FieldServer], server, true), server)
 		fields[FieldTitle] = a.text(fields[FieldTitle], d.Title, true)
 		fields[FieldDescription] = a.text(fields[FieldDescription], d.Description, true)
@@ -62,7 +73,7 @@ func buildSegment(a *analyzer, server string, docs []Document) *segment {
 			fields[FieldParamDescription] = a.text(fields[FieldParamDescription], p.Description, true)
 		}
 		docNo := uint32(len(seg.docs))
-		info := docInfo{id: id, name: d.Name, lname: strings.ToLower(d.Name)}
+		info := docInfo{id: id, name: d.Name, lname: strings.ToLower(d.Name), nameParts: uint8(min(len(parts), math.MaxUint8))}
 		clear(counts)
 		for f, terms := range fields {
 			info.lens[f] = float32(len(terms))
@@ -79,7 +90,7 @@ func buildSegment(a *analyzer, server string, docs []Document) *segment {
 			}
 		}
 		for t, c := range counts {
-			seg.terms[t] = append(seg.terms[t], posting{doc: docNo, tf: *c})
+			seg.terms[t] = append(seg.terms[t], posting{doc: docNo, tf: *c, namePart: parts[t]})
 		}
 		seg.docs = append(seg.docs, info)
 	}

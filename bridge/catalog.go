@@ -1,0 +1,143 @@
+package bridge
+
+import (
+	"sort"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// Tool is one upstream tool as the catalog holds it.
+type Tool struct {
+	// ID is the canonical id "server::tool".
+	ID string
+	// Server is the upstream's configured name.
+	Server string
+	// Name is the tool's name on its upstream.
+	Name string
+	// Exposed is the name clients see when the tool is listed directly:
+	// the bare name, or "server__tool" when two servers share the name,
+	// always matching ^[a-zA-Z0-9_-]{1,64}$.
+	Exposed string
+	// Tool is the definition exactly as the upstream sent it (schemas kept
+	// raw in RawInputSchema / RawOutputSchema).
+	Tool mcp.Tool
+}
+
+// Prompt is one upstream prompt.
+type Prompt struct {
+	Server  string
+	Exposed string
+	Prompt  mcp.Prompt
+}
+
+// ServerInfo summarizes one connected upstream for catalog hints.
+type ServerInfo struct {
+	Name        string
+	Description string
+	Tools       int
+}
+
+// Catalog is an immutable snapshot of everything the upstreams offer. A new
+// one is built whenever an upstream connects, changes or goes away.
+type Catalog struct {
+	// Tools sorted by ID.
+	Tools   []*Tool
+	Prompts []*Prompt
+	// Resources and Templates carry the server that owns them.
+	Resources []ServerResource
+	Templates []ServerTemplate
+	Servers   []ServerInfo
+
+	byID      map[string]*Tool
+	byExposed map[string]*Tool
+}
+
+// ServerResource is a resource and the server it came from.
+type ServerResource struct {
+	Server   string
+	Resource mcp.Resource
+}
+
+// ServerTemplate is a resource template and the server it came from.
+type ServerTemplate struct {
+	Server   string
+	Template mcp.ResourceTemplate
+}
+
+// ByID returns the tool with canonical id "server::tool".
+func (c *Catalog) ByID(id string) (*Tool, bool) {
+	t, ok := c.byID[id]
+	return t, ok
+}
+
+// ByExposed returns the tool clients know under name.
+func (c *Catalog) ByExposed(name string) (*Tool, bool) {
+	t, ok := c.byExposed[name]
+	return t, ok
+}
+
+// buildCatalog assembles a catalog from the connected upstreams (sorted by
+// name). reserved are names the gateway itself uses (the meta-tools): an
+// upstream tool of that name is exposed qualified, as on a collision.
+func buildCatalog(ups []*upstream, reserved map[string]bool) *Catalog {
+	c := &Catalog{byID: map[string]*Tool{}, byExposed: map[string]*Tool{}}
+	toolCount := map[string]int{}
+	promptCount := map[string]int{}
+	type snap struct {
+		u         *upstream
+		tools     []mcp.Tool
+		prompts   []mcp.Prompt
+		resources []mcp.Resource
+		templates []mcp.ResourceTemplate
+	}
+	snaps := make([]snap, 0, len(ups))
+	for _, u := range ups {
+		tools, prompts, resources, templates := u.snapshot()
+		snaps = append(snaps, snap{u, tools, prompts, resources, templates})
+		for _, t := range tools {
+			toolCount[t.Name]++
+		}
+		for _, p := range prompts {
+			promptCount[p.Name]++
+		}
+	}
+	seenURI := map[string]bool{}
+	for _, s := range snaps {
+		name := s.u.spec.Name
+		c.Servers = append(c.Servers, ServerInfo{Name: name, Description: s.u.description(), Tools: len(s.tools)})
+		for _, t := range s.tools {
+			id := ToolID(name, t.Name)
+			if _, dup := c.byID[id]; dup {
+				continue // a server that lists a name twice: the first wins
+			}
+			collides := toolCount[t.Name] > 1 || reserved[t.Name]
+			tool := &Tool{ID: id, Server: name, Name: t.Name, Exposed: exposedName(name, t.Name, collides), Tool: t}
+			c.Tools = append(c.Tools, tool)
+			c.byID[id] = tool
+		}
+		for _, p := range s.prompts {
+			c.Prompts = append(c.Prompts, &Prompt{Server: name, Exposed: exposedName(name, p.Name, promptCount[p.Name] > 1), Prompt: p})
+		}
+		for _, r := range s.resources {
+			// URIs are global: the first server to list one serves it.
+			if !seenURI[r.URI] {
+				seenURI[r.URI] = true
+				c.Resources = append(c.Resources, ServerResource{Server: name, Resource: r})
+			}
+		}
+		for _, t := range s.templates {
+			c.Templates = append(c.Templates, ServerTemplate{Server: name, Template: t})
+		}
+	}
+	sort.Slice(c.Tools, func(i, j int) bool { return c.Tools[i].ID < c.Tools[j].ID })
+	// A sanitized or qualified name can still meet another tool's bare name
+	// (server "a" tool "b__c" vs server "a__b" tool "c"): the later one, in
+	// id order, gets a hash suffix so every exposed name stays unique.
+	for _, t := range c.Tools {
+		if _, taken := c.byExposed[t.Exposed]; taken || reserved[t.Exposed] {
+			t.Exposed = withHashSuffix(t.Exposed, t.ID)
+		}
+		c.byExposed[t.Exposed] = t
+	}
+	return c
+}

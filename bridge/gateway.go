@@ -1,0 +1,381 @@
+// Package bridge is toolbridge's gateway: the pool of upstream MCP servers,
+// the catalog of what they offer, the server clients talk to, and the
+// dispatch of every call to the upstream that owns the tool.
+package bridge
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolbridge/toolbridge/config"
+)
+
+// Options configure a Gateway beyond its config.
+type Options struct {
+	// Environ is the environment stdio servers inherit.
+	Environ []string
+	// Progress receives connection progress lines (stderr in the CLI).
+	Progress io.Writer
+	// Logger receives operational messages; nil discards them.
+	Logger *slog.Logger
+}
+
+// Gateway serves the upstreams' tools, prompts and resources as one MCP
+// server.
+type Gateway struct {
+	cfg    *config.Config
+	pool   *Pool
+	relay  *relay
+	srv    *server.MCPServer
+	logger *slog.Logger
+
+	catalog     atomic.Pointer[Catalog]
+	rebuildMu   sync.Mutex
+	toolsPrint  []byte // fingerprint of the registered tool list
+	promptPrint []byte
+	resPrint    []byte
+	refreshMu   sync.Map // upstream name -> *sync.Mutex: one refresh at a time
+}
+
+// New builds a gateway for cfg. Call Connect to reach the upstreams.
+func New(cfg *config.Config, opts Options) *Gateway {
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	g := &Gateway{cfg: cfg, logger: logger, relay: newRelay()}
+	g.srv = server.NewMCPServer("toolbridge", Version,
+		server.WithToolCapabilities(true),
+		server.WithPromptCapabilities(true),
+		server.WithResourceCapabilities(false, true),
+		server.WithLogging(),
+		server.WithCompletions(),
+		server.WithPromptCompletionProvider(completer{g}),
+		server.WithResourceCompletionProvider(completer{g}),
+		server.WithElicitation(),
+		server.WithRecovery(),
+		server.WithInstructions("toolbridge: one MCP server in front of many."),
+	)
+	g.srv.EnableSampling()
+	g.relay.srv = g.srv
+	g.relay.onChange = g.upstreamChanged
+	g.pool = newPool(cfg, PoolOptions{Environ: opts.Environ, Progress: opts.Progress}, g.relay)
+	g.catalog.Store(buildCatalog(nil, nil))
+	return g
+}
+
+// MCPServer returns the downstream MCP server, for the transports.
+func (g *Gateway) MCPServer() *server.MCPServer { return g.srv }
+
+// Pool returns the upstream pool.
+func (g *Gateway) Pool() *Pool { return g.pool }
+
+// Catalog returns the current catalog snapshot.
+func (g *Gateway) Catalog() *Catalog { return g.catalog.Load() }
+
+// Connect connects to specs in parallel and publishes what they offer. The
+// error lists servers that failed; the gateway serves the others anyway.
+func (g *Gateway) Connect(ctx context.Context, specs []Spec) error {
+	err := g.pool.Connect(ctx, specs)
+	g.rebuild()
+	return err
+}
+
+// Close disconnects every upstream and stops their processes.
+func (g *Gateway) Close() error { return g.pool.Close() }
+
+// upstreamChanged handles an upstream's list_changed notification: refetch
+// that list, then republish. It runs off the transport's reader goroutine,
+// which must not block on a request of its own.
+func (g *Gateway) upstreamChanged(u *upstream, method string) {
+	go func() {
+		muAny, _ := g.refreshMu.LoadOrStore(u.spec.Name, &sync.Mutex{})
+		mu := muAny.(*sync.Mutex)
+		mu.Lock()
+		defer mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), g.cfg.EffectiveConnectTimeout(u.spec.Config))
+		defer cancel()
+		var err error
+		switch mcp.MCPMethod(method) {
+		case mcp.MethodNotificationToolsListChanged:
+			err = u.refreshTools(ctx)
+		case mcp.MethodNotificationPromptsListChanged:
+			err = u.refreshPrompts(ctx)
+		case mcp.MethodNotificationResourcesListChanged:
+			err = u.refreshResources(ctx)
+		}
+		if err != nil {
+			g.logger.Warn("refreshing after list change", "server", u.spec.Name, "error", err)
+			return
+		}
+		g.rebuild()
+	}()
+}
+
+// rebuild publishes a new catalog and re-registers what changed. Clients are
+// told (notifications/*/list_changed) only when their view really changed.
+func (g *Gateway) rebuild() {
+	g.rebuildMu.Lock()
+	defer g.rebuildMu.Unlock()
+	cat := buildCatalog(g.pool.connected(), nil)
+	g.catalog.Store(cat)
+
+	tools := make([]server.ServerTool, 0, len(cat.Tools))
+	for _, t := range cat.Tools {
+		exposed := t.Tool
+		exposed.Name = t.Exposed
+		tools = append(tools, server.ServerTool{Tool: exposed, Handler: g.directHandler(t)})
+	}
+	if print := fingerprint(tools, func(t server.ServerTool) any { return t.Tool }); !bytes.Equal(print, g.toolsPrint) {
+		g.toolsPrint = print
+		g.srv.SetTools(tools...)
+	}
+
+	prompts := make([]server.ServerPrompt, 0, len(cat.Prompts))
+	for _, p := range cat.Prompts {
+		exposed := p.Prompt
+		exposed.Name = p.Exposed
+		prompts = append(prompts, server.ServerPrompt{Prompt: exposed, Handler: g.promptHandler(p)})
+	}
+	if print := fingerprint(prompts, func(p server.ServerPrompt) any { return p.Prompt }); !bytes.Equal(print, g.promptPrint) {
+		g.promptPrint = print
+		g.srv.SetPrompts(prompts...)
+	}
+
+	resources := make([]server.ServerResource, 0, len(cat.Resources))
+	for _, r := range cat.Resources {
+		resources = append(resources, server.ServerResource{Resource: r.Resource, Handler: g.resourceHandler(r.Server)})
+	}
+	templates := make([]server.ServerResourceTemplate, 0, len(cat.Templates))
+	for _, t := range cat.Templates {
+		templates = append(templates, server.ServerResourceTemplate{Template: t.Template, Handler: server.ResourceTemplateHandlerFunc(g.resourceHandler(t.Server))})
+	}
+	print := fingerprint([]any{resources, templates}, func(v any) any {
+		switch list := v.(type) {
+		case []server.ServerResource:
+			out := make([]mcp.Resource, len(list))
+			for i, r := range list {
+				out[i] = r.Resource
+			}
+			return out
+		case []server.ServerResourceTemplate:
+			out := make([]mcp.ResourceTemplate, len(list))
+			for i, t := range list {
+				out[i] = t.Template
+			}
+			return out
+		}
+		return nil
+	})
+	if !bytes.Equal(print, g.resPrint) {
+		g.resPrint = print
+		g.srv.SetResources(resources...)
+		g.srv.SetResourceTemplates(templates...)
+	}
+}
+
+// fingerprint is the JSON of what clients would see of a list; equal
+// fingerprints mean no list_changed is due.
+func fingerprint[T any](items []T, view func(T) any) []byte {
+	views := make([]any, len(items))
+	for i, it := range items {
+		views[i] = view(it)
+	}
+	b, err := json.Marshal(views)
+	if err != nil {
+		return nil // unmarshalable: treat as changed
+	}
+	return b
+}
+
+// Via says how a call reached the gateway.
+const (
+	ViaDirect   = "direct"
+	ViaToolCall = "tool_call"
+)
+
+// call is one tool call on its way to the upstream.
+type call struct {
+	tool *Tool
+	args json.RawMessage
+	meta *mcp.Meta
+	via  string
+}
+
+func (g *Gateway) directHandler(t *Tool) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return g.dispatch(ctx, call{tool: t, args: rawArguments(req), meta: req.Params.Meta, via: ViaDirect})
+	}
+}
+
+// rawArguments returns the arguments exactly as the client sent them.
+func rawArguments(req mcp.CallToolRequest) json.RawMessage {
+	if len(req.Params.RawArguments) > 0 {
+		return req.Params.RawArguments
+	}
+	if req.Params.Arguments == nil {
+		return nil
+	}
+	b, err := json.Marshal(req.Params.Arguments)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// dispatch forwards one call to the upstream that owns the tool, under the
+// tool's original name, and returns the upstream's result unchanged. Every
+// failure the model can act on comes back as an isError result naming the
+// server, never as a protocol error that would end the model's turn.
+func (g *Gateway) dispatch(ctx context.Context, c call) (*mcp.CallToolResult, error) {
+	u, ok := g.pool.get(c.tool.Server)
+	if !ok {
+		return toolError("Server %q is not connected, so %s cannot run now. Other servers' tools still work.", c.tool.Server, c.tool.ID), nil
+	}
+	timeout := g.cfg.EffectiveCallTimeout(u.spec.Config)
+	callCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	var clientToken mcp.ProgressToken
+	meta := map[string]any{}
+	if c.meta != nil {
+		clientToken = c.meta.ProgressToken
+		for k, v := range c.meta.AdditionalFields {
+			meta[k] = v
+		}
+	}
+	upToken, end := g.relay.begin(ctx, u, clientToken)
+	defer end()
+	if upToken != "" {
+		meta["progressToken"] = upToken
+	}
+	params := map[string]any{"name": c.tool.Name}
+	if len(c.args) > 0 {
+		params["arguments"] = c.args
+	}
+	if len(meta) > 0 {
+		params["_meta"] = meta
+	}
+	raw, err := u.request(callCtx, string(mcp.MethodToolsCall), params)
+	if err != nil {
+		return g.callError(ctx, callCtx, c, timeout, err)
+	}
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return toolError("Server %q answered %s with a result toolbridge cannot decode: %v", c.tool.Server, c.tool.ID, err), nil
+	}
+	return &res, nil
+}
+
+// callError turns a failed upstream call into what the client gets. ctx is
+// the client's request, callCtx the same bounded by the call timeout: the
+// timeout is judged by callCtx, since an upstream may give up on the
+// deadline itself and answer with an error of its own.
+func (g *Gateway) callError(ctx, callCtx context.Context, c call, timeout time.Duration, err error) (*mcp.CallToolResult, error) {
+	var rpcErr *RPCError
+	switch {
+	case ctx.Err() != nil:
+		// The client cancelled or went away: nobody reads a result.
+		return nil, ctx.Err()
+	case callCtx.Err() != nil:
+		return toolError("%s did not answer within %s (server %q call timeout). The server may be busy or hung; try again, or raise timeouts.call.", c.tool.ID, timeout, c.tool.Server), nil
+	case errors.As(err, &rpcErr):
+		return toolError("Server %q rejected the call to %s: %s (JSON-RPC code %d).", c.tool.Server, c.tool.ID, rpcErr.Message, rpcErr.Code), nil
+	default:
+		return toolError("Server %q is unavailable, so %s failed: %v", c.tool.Server, c.tool.ID, err), nil
+	}
+}
+
+// toolError is an isError result with one text block.
+func toolError(format string, args ...any) *mcp.CallToolResult {
+	return mcp.NewToolResultError(fmt.Sprintf(format, args...))
+}
+
+func (g *Gateway) promptHandler(p *Prompt) server.PromptHandlerFunc {
+	return func(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		u, ok := g.pool.get(p.Server)
+		if !ok {
+			return nil, fmt.Errorf("server %q is not connected", p.Server)
+		}
+		params := map[string]any{"name": p.Prompt.Name}
+		if req.Params.Arguments != nil {
+			params["arguments"] = req.Params.Arguments
+		}
+		raw, err := u.request(ctx, string(mcp.MethodPromptsGet), params)
+		if err != nil {
+			return nil, fmt.Errorf("getting prompt %s from %s: %w", p.Prompt.Name, p.Server, err)
+		}
+		return mcp.ParseGetPromptResult(&raw)
+	}
+}
+
+func (g *Gateway) resourceHandler(serverName string) server.ResourceHandlerFunc {
+	return func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+		u, ok := g.pool.get(serverName)
+		if !ok {
+			return nil, fmt.Errorf("server %q is not connected", serverName)
+		}
+		raw, err := u.request(ctx, string(mcp.MethodResourcesRead), map[string]any{"uri": req.Params.URI})
+		if err != nil {
+			return nil, fmt.Errorf("reading %s from %s: %w", req.Params.URI, serverName, err)
+		}
+		res, err := mcp.ParseReadResourceResult(&raw)
+		if err != nil {
+			return nil, fmt.Errorf("decoding %s from %s: %w", req.Params.URI, serverName, err)
+		}
+		return res.Contents, nil
+	}
+}
+
+// completer forwards completion/complete to the server that owns the
+// prompt or resource template.
+type completer struct{ g *Gateway }
+
+func (c completer) CompletePromptArgument(ctx context.Context, name string, arg mcp.CompleteArgument, cctx mcp.CompleteContext) (*mcp.Completion, error) {
+	for _, p := range c.g.Catalog().Prompts {
+		if p.Exposed == name {
+			return c.complete(ctx, p.Server, map[string]any{"type": "ref/prompt", "name": p.Prompt.Name}, arg, cctx)
+		}
+	}
+	return &mcp.Completion{Values: []string{}}, nil
+}
+
+func (c completer) CompleteResourceArgument(ctx context.Context, uri string, arg mcp.CompleteArgument, cctx mcp.CompleteContext) (*mcp.Completion, error) {
+	for _, t := range c.g.Catalog().Templates {
+		if t.Template.URITemplate != nil && t.Template.URITemplate.Raw() == uri {
+			return c.complete(ctx, t.Server, map[string]any{"type": "ref/resource", "uri": uri}, arg, cctx)
+		}
+	}
+	return &mcp.Completion{Values: []string{}}, nil
+}
+
+func (c completer) complete(ctx context.Context, serverName string, ref map[string]any, arg mcp.CompleteArgument, cctx mcp.CompleteContext) (*mcp.Completion, error) {
+	u, ok := c.g.pool.get(serverName)
+	if !ok {
+		return nil, fmt.Errorf("server %q is not connected", serverName)
+	}
+	params := map[string]any{"ref": ref, "argument": arg}
+	if len(cctx.Arguments) > 0 {
+		params["context"] = cctx
+	}
+	raw, err := u.request(ctx, string(mcp.MethodCompletionComplete), params)
+	if err != nil {
+		return nil, fmt.Errorf("completing on %s: %w", serverName, err)
+	}
+	var res mcp.CompleteResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, fmt.Errorf("decoding completion from %s: %w", serverName, err)
+	}
+	return &res.Completion, nil
+}
