@@ -1,0 +1,127 @@
+package config
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/knadh/koanf/providers/env/v2"
+)
+
+// Environment variables.
+//
+// Every config key outside mcpServers, tools and hooks can be set as
+// TOOLBRIDGE_ followed by the key in upper case, with "__" between nesting
+// levels:
+//
+//	TOOLBRIDGE_MODE=on                   mode
+//	TOOLBRIDGE_THRESHOLD_PCT=5           threshold_pct
+//	TOOLBRIDGE_SERVE__LISTEN=:9000       serve.listen
+//	TOOLBRIDGE_TELEMETRY__EXPORTER=otlp  telemetry.exporter
+//	TOOLBRIDGE_CORE_TOOLS=bash,read_file core_tools (lists are comma-separated;
+//	                                     an empty value is an empty list)
+//
+// TOOLBRIDGE_AUTH_TOKEN is a short alias of TOOLBRIDGE_SERVE__AUTH_TOKEN; if
+// both are set the long form wins. TOOLBRIDGE_CONFIG names the config file
+// (see LoadOptions.Path). Any other variable starting with TOOLBRIDGE_ is an
+// error, so a typo cannot silently do nothing.
+
+const envPrefix = "TOOLBRIDGE_"
+
+// envAuthTokenAlias is the short form of TOOLBRIDGE_SERVE__AUTH_TOKEN.
+const envAuthTokenAlias = "TOOLBRIDGE_AUTH_TOKEN"
+
+// setting is one config key that can be set from outside the file.
+type setting struct {
+	name string   // environment variable or flag name
+	path []string // key path
+	list bool     // a list, given comma-separated
+}
+
+// envSettings lists every variable that sets a config key, derived from the
+// Config type so a new field is settable without editing a table. Aliases
+// come first so that the canonical names win when both are set.
+func envSettings() []setting {
+	out := []setting{{name: envAuthTokenAlias, path: []string{"serve", "auth_token"}}}
+	var walk func(t reflect.Type, path []string)
+	walk = func(t reflect.Type, path []string) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			p := append(path[:len(path):len(path)], f.Tag.Get("koanf"))
+			switch {
+			case f.Type.Kind() == reflect.Struct && f.Type != durationType:
+				walk(f.Type, p)
+			case f.Type.Kind() == reflect.Map:
+				// mcpServers: names keep their case, which env names cannot.
+			case f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() != reflect.String:
+				// tools and hooks: lists of objects belong in the file.
+			default:
+				out = append(out, setting{
+					name: envPrefix + strings.ToUpper(strings.Join(p, "__")),
+					path: p,
+					list: f.Type.Kind() == reflect.Slice,
+				})
+			}
+		}
+	}
+	walk(configType, nil)
+	return out
+}
+
+// loadEnv applies the TOOLBRIDGE_* variables in environ onto root.
+func loadEnv(environ []string, root reflect.Value, prov provenance) []error {
+	// With no delimiter the provider returns the variables flat, by name.
+	vars, err := env.Provider("", env.Opt{
+		Prefix:      envPrefix,
+		EnvironFunc: func() []string { return environ },
+	}).Read()
+	if err != nil {
+		return []error{fmt.Errorf("reading the environment: %w", err)}
+	}
+	settings := envSettings()
+	names := make([]string, 0, len(settings)+1)
+	for _, s := range settings {
+		names = append(names, s.name)
+	}
+	names = append(names, EnvConfigPath)
+
+	var errs []error
+	for _, s := range settings {
+		v, ok := vars[s.name]
+		if !ok {
+			continue
+		}
+		delete(vars, s.name)
+		errs = append(errs, setLeaf(s, v.(string), root, prov)...)
+	}
+	delete(vars, EnvConfigPath)
+	for _, name := range sortedKeys(vars) {
+		errs = append(errs, &Error{
+			Source: name,
+			Msg:    "not a toolbridge setting" + didYouMean(name, names),
+		})
+	}
+	return errs
+}
+
+// setLeaf decodes one environment or flag value onto its key, with the
+// variable or flag as the error source.
+func setLeaf(s setting, value string, root reflect.Value, prov provenance) []error {
+	var raw any = value
+	if s.list {
+		items := []any{}
+		for item := range strings.SplitSeq(value, ",") {
+			if item = strings.TrimSpace(item); item != "" {
+				items = append(items, item)
+			}
+		}
+		raw = items
+	}
+	for _, k := range slices.Backward(s.path) {
+		raw = map[string]any{k: raw}
+	}
+	d := &decoder{source: s.name, prov: prov}
+	d.value(nil, raw, root)
+	return d.errs
+}

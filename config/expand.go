@@ -1,0 +1,118 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Variable references in config string values.
+//
+//	${NAME}            the variable's value; an error if it is not set
+//	${NAME:-default}   the value, or default when the variable is unset or empty
+//	$$                 a literal "$"
+//
+// Any other "$" is kept as is, so "$HOME" and "price: 5$" are literal text
+// (Claude Desktop does not expand them either). NAME is a letter or "_"
+// followed by letters, digits or "_". The default is literal text: it cannot
+// contain "}" or another reference.
+
+// lookupFunc returns an environment variable's value and whether it is set.
+type lookupFunc func(name string) (string, bool)
+
+// errUnset is wrapped by expand's error for a reference to an unset variable.
+var errUnset = errors.New("not set")
+
+// expand resolves the variable references in s. With keepUnset, a reference
+// to an unset variable stays in the result as written instead of failing;
+// syntax errors still fail.
+func expand(s string, lookup lookupFunc, keepUnset bool) (string, error) {
+	if !strings.Contains(s, "$") {
+		return s, nil
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c != '$' || i+1 == len(s) {
+			b.WriteByte(c)
+			i++
+			continue
+		}
+		switch s[i+1] {
+		case '$':
+			b.WriteByte('$')
+			i += 2
+			continue
+		case '{':
+		default:
+			b.WriteByte('$')
+			i++
+			continue
+		}
+		end := strings.IndexByte(s[i+2:], '}')
+		if end < 0 {
+			return "", fmt.Errorf(`unterminated variable reference %s: missing "}" (write $$ for a literal $)`, quoteShort(s[i:]))
+		}
+		ref := s[i : i+2+end+1]
+		body := s[i+2 : i+2+end]
+		name, def, hasDef := strings.Cut(body, ":-")
+		if !validVarName(name) {
+			return "", fmt.Errorf("invalid variable reference %s: want ${NAME} or ${NAME:-default} (write $$ for a literal $)", quoteShort(ref))
+		}
+		if hasDef && strings.Contains(def, "${") {
+			return "", fmt.Errorf("invalid variable reference %s: a default cannot contain another reference", quoteShort(ref))
+		}
+		val, ok := lookup(name)
+		switch {
+		case hasDef && (!ok || val == ""):
+			b.WriteString(def)
+		case ok:
+			b.WriteString(val)
+		case keepUnset:
+			b.WriteString(ref)
+		default:
+			return "", fmt.Errorf("environment variable %s is %w", name, errUnset)
+		}
+		i += len(ref)
+	}
+	return b.String(), nil
+}
+
+// escapeDollars is expand's inverse for literal text: expanding its result
+// gives s back.
+func escapeDollars(s string) string {
+	return strings.ReplaceAll(s, "$", "$$")
+}
+
+// validVarName reports whether name is a portable environment variable name.
+func validVarName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c == '_', 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z':
+		case '0' <= c && c <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// environLookup indexes an environment in os.Environ form. A later entry
+// for the same name wins, as with os/exec.
+func environLookup(environ []string) lookupFunc {
+	m := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok && k != "" {
+			m[k] = v
+		}
+	}
+	return func(name string) (string, bool) {
+		v, ok := m[name]
+		return v, ok
+	}
+}

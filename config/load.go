@@ -1,0 +1,118 @@
+package config
+
+import (
+	"errors"
+	"flag"
+	"reflect"
+	"strings"
+)
+
+// LoadOptions say where Load reads the configuration from.
+type LoadOptions struct {
+	// Path is the config file; "" means the file named by the
+	// TOOLBRIDGE_CONFIG environment variable, or none if that is unset too.
+	// The format is chosen by extension: .yaml/.yml, .json or .toml.
+	Path string
+	// Environ is the environment as os.Environ returns it. It supplies the
+	// TOOLBRIDGE_* overrides and the values of ${VAR} references; Load reads
+	// no other environment.
+	Environ []string
+	// Flags, if not nil, override the file and environment with the flags
+	// the user actually set (see BindFlags); flags left at their defaults
+	// change nothing.
+	Flags *flag.FlagSet
+}
+
+// EnvConfigPath is the environment variable naming the config file when
+// LoadOptions.Path is empty. It is the one TOOLBRIDGE_* variable that is not
+// a config key.
+const EnvConfigPath = "TOOLBRIDGE_CONFIG"
+
+// Load builds the configuration from the built-in defaults, the config file,
+// the TOOLBRIDGE_* environment variables and the flags, in that order, and
+// validates it.
+//
+// On error the Config is nil and the error joins every problem found (each
+// an *Error naming its source and key path), so a user can fix them all at
+// once.
+func Load(opts LoadOptions) (*Config, error) {
+	lookup := environLookup(opts.Environ)
+	path := opts.Path
+	if path == "" {
+		path, _ = lookup(EnvConfigPath)
+	}
+
+	cfg := Default()
+	root := reflect.ValueOf(&cfg).Elem()
+	prov := provenance{}
+	var errs []error
+	fileOK := true
+	if path != "" {
+		raw, err := readFile(path)
+		if err != nil {
+			errs = append(errs, err)
+			fileOK = false
+		} else {
+			d := &decoder{source: path, lookup: lookup, prov: prov}
+			d.value(nil, raw, root)
+			errs = append(errs, d.errs...)
+		}
+	}
+	errs = append(errs, loadEnv(opts.Environ, root, prov)...)
+	if opts.Flags != nil {
+		errs = append(errs, loadFlags(opts.Flags, root, prov)...)
+	}
+
+	normalize(&cfg)
+	// Without the file the merged config is not what the user wrote; its
+	// validation errors would only mislead.
+	if fileOK {
+		errs = append(errs, dropFollowOns(validate(&cfg, prov), errs)...)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return &cfg, nil
+}
+
+// dropFollowOns removes validation errors about keys that already have a
+// decoding error, or whose parent or child does: a server whose command
+// names an unset variable is not also "missing a command".
+func dropFollowOns(verrs, decodeErrs []error) []error {
+	var bad []string
+	for _, err := range decodeErrs {
+		var e *Error
+		if errors.As(err, &e) && e.Key != "" {
+			bad = append(bad, e.Key)
+		}
+	}
+	if len(bad) == 0 {
+		return verrs
+	}
+	out := verrs[:0]
+	for _, err := range verrs {
+		var e *Error
+		if errors.As(err, &e) && e.Key != "" && relatedAny(e.Key, bad) {
+			continue
+		}
+		out = append(out, err)
+	}
+	return out
+}
+
+// relatedAny reports whether key is one of keys, or an ancestor or
+// descendant of one.
+func relatedAny(key string, keys []string) bool {
+	for _, k := range keys {
+		if k == key || isUnder(k, key) || isUnder(key, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// isUnder reports whether path child lies below path parent.
+func isUnder(child, parent string) bool {
+	return strings.HasPrefix(child, parent) && len(child) > len(parent) &&
+		(child[len(parent)] == '.' || child[len(parent)] == '[')
+}

@@ -1,0 +1,175 @@
+package config
+
+import (
+	"maps"
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// Mask replaces a secret in Redacted's copy. It keeps nothing of the secret,
+// not even its length.
+const Mask = "****"
+
+// Redacted returns a deep copy of c that is safe to print: every server env
+// value and header value, serve.auth_token, the userinfo of URLs and the
+// values of URL query parameters whose names look secret (token, key,
+// secret, password, auth...) are replaced by Mask. Arguments of servers and
+// hooks get the same treatment where they recognisably carry a secret:
+// URLs, NAME=value and "Name: value" pairs with a secret-looking name, and
+// the value after a secret-looking flag such as --api-key.
+func (c *Config) Redacted() *Config {
+	if c == nil {
+		return nil
+	}
+	r := c.clone()
+	for name, s := range r.Servers {
+		for k := range s.Env {
+			s.Env[k] = Mask
+		}
+		for k := range s.Headers {
+			s.Headers[k] = Mask
+		}
+		s.URL = redactURL(s.URL)
+		redactArgs(s.Args)
+		r.Servers[name] = s
+	}
+	if r.Serve.AuthToken != "" {
+		r.Serve.AuthToken = Mask
+	}
+	for i := range r.Hooks {
+		redactArgs(r.Hooks[i].Args)
+	}
+	return r
+}
+
+// clone returns a deep copy of c.
+func (c *Config) clone() *Config {
+	r := *c
+	r.Servers = make(map[string]Server, len(c.Servers))
+	for name, s := range c.Servers {
+		s.Args = slices.Clone(s.Args)
+		s.Env = maps.Clone(s.Env)
+		s.Headers = maps.Clone(s.Headers)
+		r.Servers[name] = s
+	}
+	if c.Servers == nil {
+		r.Servers = nil
+	}
+	r.CoreTools = slices.Clone(c.CoreTools)
+	r.NeverDefer = slices.Clone(c.NeverDefer)
+	r.DeferrablePrefixes = slices.Clone(c.DeferrablePrefixes)
+	r.Tools = slices.Clone(c.Tools)
+	r.Serve.AllowedOrigins = slices.Clone(c.Serve.AllowedOrigins)
+	r.Hooks = slices.Clone(c.Hooks)
+	for i := range r.Hooks {
+		r.Hooks[i].Args = slices.Clone(r.Hooks[i].Args)
+		r.Hooks[i].Events = slices.Clone(r.Hooks[i].Events)
+	}
+	return &r
+}
+
+// secretWords mark a parameter, variable or flag name as holding a secret.
+var secretWords = []string{"token", "key", "secret", "password", "passwd", "pwd", "auth", "credential", "signature", "cookie", "session"}
+
+// secretName reports whether a name looks like it holds a secret.
+func secretName(name string) bool {
+	name = strings.ToLower(name)
+	for _, w := range secretWords {
+		if strings.Contains(name, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// redactURL masks a URL's userinfo and its secret-looking query and
+// fragment parameters. A URL that does not parse is masked whole: it cannot
+// be told apart from a secret.
+func redactURL(raw string) string {
+	if raw == "" {
+		return ""
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Opaque != "" && strings.Contains(u.Opaque, "@")) {
+		return Mask
+	}
+	hasUser := u.User != nil
+	u.User = nil
+	u.RawQuery = redactParams(u.RawQuery)
+	frag := redactParams(u.EscapedFragment())
+	hasFrag := u.Fragment != "" || u.RawFragment != "" || strings.HasSuffix(raw, "#")
+	u.Fragment, u.RawFragment = "", ""
+	s := u.String()
+	if hasUser {
+		if i := strings.Index(s, "//"); i >= 0 {
+			s = s[:i+2] + Mask + "@" + s[i+2:]
+		} else {
+			return Mask
+		}
+	}
+	if hasFrag {
+		s += "#" + frag
+	}
+	return s
+}
+
+// redactParams masks the values of secret-looking parameters in a
+// "k=v&k2=v2" string, keeping the order and encoding of everything else.
+func redactParams(q string) string {
+	if q == "" {
+		return q
+	}
+	parts := strings.Split(q, "&")
+	for i, part := range parts {
+		k, _, ok := strings.Cut(part, "=")
+		name, err := url.QueryUnescape(k)
+		if err != nil {
+			name = k
+		}
+		if ok && secretName(name) {
+			parts[i] = k + "=" + Mask
+		}
+	}
+	return strings.Join(parts, "&")
+}
+
+// redactArgs masks, in place, the secrets command-line arguments
+// recognisably carry.
+func redactArgs(args []string) {
+	secretNext := false
+	for i, a := range args {
+		if secretNext {
+			args[i] = Mask
+			secretNext = false
+			continue
+		}
+		args[i] = redactArg(a)
+		// "--api-key VALUE": the flag's value is the next argument.
+		if strings.HasPrefix(a, "-") && !strings.Contains(a, "=") && secretName(strings.TrimLeft(a, "-")) {
+			secretNext = true
+		}
+	}
+}
+
+// redactArg masks the secret in one argument, if it recognisably has one.
+func redactArg(a string) string {
+	// NAME=value, --name=value: masked by name, or a URL value is redacted.
+	if k, v, ok := strings.Cut(a, "="); ok && !strings.ContainsAny(k, "/?&#:") {
+		if secretName(strings.TrimLeft(k, "-")) {
+			return k + "=" + Mask
+		}
+		if strings.Contains(v, "://") {
+			return k + "=" + redactURL(v)
+		}
+		return a
+	}
+	// "Authorization: Bearer ...", as passed to mcp-remote --header.
+	if k, _, ok := strings.Cut(a, ": "); ok && validHeaderName(k) && secretName(k) {
+		return k + ": " + Mask
+	}
+	if strings.Contains(a, "://") {
+		return redactURL(a)
+	}
+	return a
+}

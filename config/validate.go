@@ -1,0 +1,375 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"net/url"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DefaultHookTimeout bounds one hook run when the hook gives no timeout.
+const DefaultHookTimeout = 5 * time.Second
+
+// Hook events.
+const (
+	HookBefore = "before"
+	HookAfter  = "after"
+)
+
+// serverName is what a server may be called: its name becomes part of tool
+// names exposed to clients, which accept only these characters.
+var serverName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// Validate checks c as Load does after merging its sources, and returns
+// every problem found, joined. Use it on a Config built or changed in code.
+func (c *Config) Validate() error {
+	return errors.Join(validate(c, nil)...)
+}
+
+// normalize lowercases the enum values (users write "SSE" or "On") and fills
+// the per-entry defaults the doc comments promise, so every consumer sees
+// the same resolved values.
+func normalize(c *Config) {
+	lower := func(s *string) { *s = strings.ToLower(strings.TrimSpace(*s)) }
+	c.Mode = Mode(normalizeMode(string(c.Mode)))
+	lower(&c.Tokenizer)
+	lower(&c.Disclosure)
+	lower(&c.Serve.Transport)
+	lower(&c.Telemetry.Exporter)
+	for name, s := range c.Servers {
+		lower(&s.Transport)
+		lower(&s.Type)
+		d := string(s.Defer)
+		lower(&d)
+		s.Defer = Defer(d)
+		if s.Defer == "" {
+			s.Defer = DeferAuto
+		}
+		c.Servers[name] = s
+	}
+	for i := range c.Tools {
+		cl := string(c.Tools[i].Class)
+		lower(&cl)
+		c.Tools[i].Class = Class(cl)
+	}
+	for i := range c.Hooks {
+		h := &c.Hooks[i]
+		if h.Match == "" {
+			h.Match = "*"
+		}
+		if len(h.Events) == 0 {
+			h.Events = []string{HookBefore}
+		}
+		for j := range h.Events {
+			lower(&h.Events[j])
+		}
+		if h.Timeout == 0 {
+			h.Timeout = DefaultHookTimeout
+		}
+	}
+}
+
+// validator collects problems, naming each with the source that set the key.
+type validator struct {
+	prov provenance
+	errs []error
+}
+
+func (v *validator) fail(p keyPath, format string, args ...any) {
+	v.errs = append(v.errs, &Error{Source: v.prov.sourceOf(p), Key: p.String(), Msg: fmt.Sprintf(format, args...)})
+}
+
+// oneOf checks an enum value.
+func (v *validator) oneOf(p keyPath, got string, want ...string) {
+	if slices.Contains(want, got) {
+		return
+	}
+	hint := ""
+	if s := suggest(got, want); s != "" {
+		hint = fmt.Sprintf(" (did you mean %s?)", s)
+	}
+	v.fail(p, "invalid value %s: want %s%s", quoteShort(got), orList(want), hint)
+}
+
+func (v *validator) nonNegative(p keyPath, n int64) {
+	if n < 0 {
+		v.fail(p, "must not be negative, got %d", n)
+	}
+}
+
+func (v *validator) positive(p keyPath, n int64) {
+	if n <= 0 {
+		v.fail(p, "must be greater than 0, got %d", n)
+	}
+}
+
+func (v *validator) positiveDuration(p keyPath, d time.Duration) {
+	if d <= 0 {
+		v.fail(p, "must be a positive duration such as \"30s\", got %s", d)
+	}
+}
+
+func (v *validator) nonNegativeDuration(p keyPath, d time.Duration) {
+	if d < 0 {
+		v.fail(p, "must not be negative, got %s", d)
+	}
+}
+
+// validate checks a merged, normalized config.
+func validate(c *Config, prov provenance) []error {
+	v := &validator{prov: prov}
+	root := keyPath{}
+
+	v.oneOf(root.key("mode"), string(c.Mode), string(ModeOn), string(ModeAuto), string(ModeOff))
+	if c.ThresholdPct < 0 || c.ThresholdPct > 100 {
+		v.fail(root.key("threshold_pct"), "must be between 0 and 100, got %g", c.ThresholdPct)
+	}
+	v.positive(root.key("context_window"), int64(c.ContextWindow))
+	v.nonNegative(root.key("min_tokens"), int64(c.MinTokens))
+	v.oneOf(root.key("tokenizer"), c.Tokenizer, TokenizerO200k, TokenizerEstimate)
+
+	v.names(root.key("core_tools"), c.CoreTools)
+	v.names(root.key("never_defer"), c.NeverDefer)
+	v.names(root.key("deferrable_prefixes"), c.DeferrablePrefixes)
+	for i, r := range c.Tools {
+		p := root.key("tools").at(i)
+		v.glob(p.key("match"), r.Match)
+		if r.Class == "" {
+			v.fail(p.key("class"), "missing: want core, deferrable or unknown")
+		} else {
+			v.oneOf(p.key("class"), string(r.Class), string(ClassCore), string(ClassDeferrable), string(ClassUnknown))
+		}
+	}
+
+	v.oneOf(root.key("disclosure"), c.Disclosure, DisclosureBridge, DisclosureActivate)
+	v.search(root.key("search"), c.Search)
+	v.serve(root.key("serve"), c.Serve)
+
+	t := root.key("timeouts")
+	v.positiveDuration(t.key("connect"), c.Timeouts.Connect)
+	v.positiveDuration(t.key("call"), c.Timeouts.Call)
+	r := root.key("restart")
+	v.positiveDuration(r.key("initial"), c.Restart.Initial)
+	v.positiveDuration(r.key("max"), c.Restart.Max)
+	if c.Restart.Initial > 0 && c.Restart.Max > 0 && c.Restart.Max < c.Restart.Initial {
+		v.fail(r.key("max"), "must be at least restart.initial (%s), got %s", c.Restart.Initial, c.Restart.Max)
+	}
+	v.positive(root.key("max_result_bytes"), c.MaxResultBytes)
+
+	v.oneOf(root.key("telemetry").key("exporter"), c.Telemetry.Exporter, ExporterNone, ExporterOTLP, ExporterStdout)
+	for i, h := range c.Hooks {
+		v.hook(root.key("hooks").at(i), h)
+	}
+
+	for _, name := range slices.Sorted(maps.Keys(c.Servers)) {
+		v.server(root.key("mcpServers").key(name), name, c.Servers[name])
+	}
+	return v.errs
+}
+
+// names checks a list of tool names or prefixes: an empty entry would match
+// every tool.
+func (v *validator) names(p keyPath, list []string) {
+	for i, s := range list {
+		if strings.TrimSpace(s) == "" {
+			v.fail(p.at(i), "must not be empty")
+		}
+	}
+}
+
+// glob checks a pattern with path.Match's syntax.
+func (v *validator) glob(p keyPath, pattern string) {
+	if pattern == "" {
+		v.fail(p, `missing: want a glob on "server::tool" such as "github::*"`)
+		return
+	}
+	if _, err := path.Match(pattern, ""); err != nil {
+		v.fail(p, "invalid glob %s: %v (use * and ? wildcards and [...] classes; escape with \\)", quoteShort(pattern), err)
+	}
+}
+
+func (v *validator) search(p keyPath, s Search) {
+	v.positive(p.key("default_limit"), int64(s.DefaultLimit))
+	v.positive(p.key("max_limit"), int64(s.MaxLimit))
+	if s.DefaultLimit > 0 && s.MaxLimit > 0 && s.DefaultLimit > s.MaxLimit {
+		v.fail(p.key("default_limit"), "must not exceed search.max_limit (%d), got %d", s.MaxLimit, s.DefaultLimit)
+	}
+	v.nonNegative(p.key("hint_tokens"), int64(s.HintTokens))
+	v.positive(p.key("reveal_limit"), int64(s.RevealLimit))
+}
+
+func (v *validator) serve(p keyPath, s Serve) {
+	v.oneOf(p.key("transport"), s.Transport, ServeStdio, ServeHTTP)
+	v.listen(p.key("listen"), s.Listen, s.AllowRemote)
+	for i, o := range s.AllowedOrigins {
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.User != nil {
+			v.fail(p.key("allowed_origins").at(i), "invalid origin %s: want scheme://host[:port], such as \"https://app.example.com\"", quoteShort(o))
+		}
+	}
+	v.positive(p.key("max_body_bytes"), s.MaxBodyBytes)
+	v.positive(p.key("max_in_flight"), int64(s.MaxInFlight))
+	v.nonNegativeDuration(p.key("shutdown_grace"), s.ShutdownGrace)
+}
+
+// listen checks a host:port and that a non-loopback address is allowed.
+func (v *validator) listen(p keyPath, addr string, allowRemote bool) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		v.fail(p, "invalid address %s: want host:port, such as \"127.0.0.1:8080\"", quoteShort(addr))
+		return
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		v.fail(p, "invalid port %s in %s: want a number from 0 to 65535", quoteShort(port), quoteShort(addr))
+		return
+	}
+	if !allowRemote && !isLoopback(host) {
+		what := quoteShort(host)
+		if host == "" {
+			what = "an empty host (every interface)"
+		}
+		v.fail(p, "%s is not a loopback address: set serve.allow_remote: true (or --allow-remote) to accept connections from the network, or listen on 127.0.0.1", what)
+	}
+}
+
+// isLoopback reports whether host surely refers to this machine only.
+// Other host names may resolve anywhere, so they count as remote.
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	host, _, _ = strings.Cut(host, "%") // IPv6 zone
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func (v *validator) hook(p keyPath, h Hook) {
+	if strings.TrimSpace(h.Command) == "" {
+		v.fail(p.key("command"), "missing: a hook needs a command to run")
+	}
+	v.glob(p.key("match"), h.Match)
+	for i, e := range h.Events {
+		v.oneOf(p.key("events").at(i), e, HookBefore, HookAfter)
+	}
+	v.nonNegativeDuration(p.key("timeout"), h.Timeout)
+}
+
+// Accepted spellings of a server's transport and Claude Code's type.
+var (
+	serverTransports = []string{TransportStdio, TransportStreamableHTTP, TransportSSE, "http"}
+	serverTypes      = []string{"stdio", "http", "sse", TransportStreamableHTTP}
+)
+
+func (v *validator) server(p keyPath, name string, s Server) {
+	switch {
+	case !serverName.MatchString(name):
+		v.fail(p, "invalid server name: use 1 to 64 letters, digits, \"_\" or \"-\" (it becomes part of tool names)")
+	case strings.Contains(name, "__"):
+		v.fail(p, "invalid server name: \"__\" separates server and tool in tool names; use a single \"_\" or \"-\"")
+	}
+
+	hasCmd, hasURL := strings.TrimSpace(s.Command) != "", s.URL != ""
+	switch {
+	case !hasCmd && !hasURL:
+		v.fail(p, "missing command or url: give \"command\" to start a stdio server or \"url\" for a remote one")
+	case hasCmd && hasURL:
+		v.fail(p, "both command and url given: a server is either started (command) or remote (url), not both")
+	}
+
+	if s.Transport != "" {
+		v.oneOf(p.key("transport"), s.Transport, serverTransports...)
+	}
+	if s.Type != "" {
+		v.oneOf(p.key("type"), s.Type, serverTypes...)
+	}
+	tr := s.UpstreamTransport()
+	if s.Transport != "" && s.Type != "" && slices.Contains(serverTransports, s.Transport) && slices.Contains(serverTypes, s.Type) {
+		if (Server{Type: s.Type}).UpstreamTransport() != (Server{Transport: s.Transport}).UpstreamTransport() {
+			v.fail(p.key("type"), "type %s contradicts transport %s: give one of them", quoteShort(s.Type), quoteShort(s.Transport))
+		}
+	}
+
+	if hasURL && !hasCmd {
+		v.remote(p, s, tr)
+	}
+	if hasCmd && !hasURL {
+		if tr != TransportStdio && slices.Contains(serverTransports, tr) {
+			key := "transport"
+			if s.Transport == "" {
+				key = "type"
+			}
+			v.fail(p.key(key), "%s needs a url; a server with a command speaks stdio", tr)
+		}
+		if len(s.Headers) > 0 {
+			v.fail(p.key("headers"), "only remote servers (url) send headers; pass settings to a command through env")
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			v.fail(p.key("env").key(k), "invalid environment variable name: it must be non-empty, without \"=\"")
+		}
+	}
+	v.oneOf(p.key("defer"), string(s.Defer), string(DeferAuto), string(DeferAlways), string(DeferNever), string(DeferUnmarked))
+	v.nonNegativeDuration(p.key("connect_timeout"), s.ConnectTimeout)
+	v.nonNegativeDuration(p.key("call_timeout"), s.CallTimeout)
+}
+
+// remote checks a url server.
+func (v *validator) remote(p keyPath, s Server, tr string) {
+	u, err := url.Parse(s.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		v.fail(p.key("url"), "invalid URL %s: want http:// or https:// with a host", quoteShort(redactURL(s.URL)))
+	}
+	if tr == TransportStdio {
+		key := "transport"
+		if s.Transport == "" {
+			key = "type"
+		}
+		v.fail(p.key(key), "stdio needs a command; a server with a url speaks streamable-http or sse")
+	}
+	if len(s.Args) > 0 || len(s.Env) > 0 || s.Cwd != "" {
+		v.fail(p, "args, env and cwd apply only to servers started with a command; a remote server takes headers")
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.Headers)) {
+		if !validHeaderName(k) {
+			v.fail(p.key("headers").key(k), "invalid HTTP header name")
+		}
+		if strings.ContainsAny(s.Headers[k], "\r\n\x00") {
+			v.fail(p.key("headers").key(k), "header value must not contain line breaks or NUL")
+		}
+	}
+}
+
+// validHeaderName reports whether k is an HTTP token (RFC 9110).
+func validHeaderName(k string) bool {
+	if k == "" {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		ok := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+			strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// orList joins values as "a, b or c".
+func orList(values []string) string {
+	switch len(values) {
+	case 0:
+		return ""
+	case 1:
+		return values[0]
+	}
+	return strings.Join(values[:len(values)-1], ", ") + " or " + values[len(values)-1]
+}
