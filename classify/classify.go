@@ -1,0 +1,175 @@
+package classify
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/toolbridge/toolbridge/config"
+)
+
+// MetaDeferrable is the _meta key a tool (or the gateway, on its behalf) sets
+// to true or false to mark itself deferrable or not.
+const MetaDeferrable = "io.toolbridge/deferrable"
+
+// Verdict is one tool's classification.
+type Verdict struct {
+	// Class is core, deferrable or unknown.
+	Class config.Class `json:"class"`
+	// Reason names the rule that decided, for `toolbridge tools` and logs.
+	Reason string `json:"reason"`
+	// Always is set when the tool's server has `defer: always`: the tool is
+	// deferred whenever bridge mode is on, threshold or not.
+	Always bool `json:"always,omitempty"`
+}
+
+// Classifier applies the classification rules of one config. It is
+// immutable after New and safe for concurrent use.
+type Classifier struct {
+	rules    []toolRule
+	core     map[string]string // lower-cased name -> "core_tools" or "never_defer"
+	servers  map[string]config.Defer
+	prefixes []string
+}
+
+type toolRule struct {
+	n     int // 1-based position in config.Tools, for reasons and errors
+	match string
+	class config.Class
+}
+
+// New compiles cfg's rules once. It fails on a tool rule whose glob is
+// malformed or whose class is not core, deferrable or unknown, and on a
+// server whose defer is not auto, always, never or unmarked; the error names
+// the rule or server. A nil cfg means config.Default().
+func New(cfg *config.Config) (*Classifier, error) {
+	if cfg == nil {
+		d := config.Default()
+		cfg = &d
+	}
+	c := &Classifier{
+		core:     make(map[string]string, len(cfg.CoreTools)+len(cfg.NeverDefer)),
+		servers:  make(map[string]config.Defer, len(cfg.Servers)),
+		prefixes: append([]string(nil), cfg.DeferrablePrefixes...),
+	}
+	var errs []error
+	for i, r := range cfg.Tools {
+		if err := checkRule(r); err != nil {
+			errs = append(errs, fmt.Errorf("checking tool rule %d (match %q, class %q): %w", i+1, r.Match, r.Class, err))
+			continue
+		}
+		c.rules = append(c.rules, toolRule{n: i + 1, match: r.Match, class: r.Class})
+	}
+	for _, name := range cfg.CoreTools {
+		c.core[strings.ToLower(name)] = "core_tools"
+	}
+	for _, name := range cfg.NeverDefer {
+		// never_defer is the user's explicit word, so it names the source
+		// when a name is in both lists.
+		c.core[strings.ToLower(name)] = "never_defer"
+	}
+	for name, s := range cfg.Servers {
+		switch s.Defer {
+		case "", config.DeferAuto, config.DeferAlways, config.DeferNever, config.DeferUnmarked:
+			c.servers[name] = s.Defer
+		default:
+			errs = append(errs, fmt.Errorf("checking server %q: unknown defer %q (want %s, %s, %s or %s)",
+				name, s.Defer, config.DeferAuto, config.DeferAlways, config.DeferNever, config.DeferUnmarked))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return c, nil
+}
+
+func checkRule(r config.ToolRule) error {
+	if r.Match == "" {
+		return errors.New("empty match")
+	}
+	// path.Match checks the whole pattern's syntax even when the name does
+	// not match, so matching against "" is a syntax check.
+	if _, err := path.Match(r.Match, ""); err != nil {
+		return fmt.Errorf("bad glob: %w", err)
+	}
+	switch r.Class {
+	case config.ClassCore, config.ClassDeferrable, config.ClassUnknown:
+		return nil
+	}
+	return fmt.Errorf("unknown class (want %s, %s or %s)", config.ClassCore, config.ClassDeferrable, config.ClassUnknown)
+}
+
+// Classify returns the class of one tool of server. The first rule that
+// matches decides:
+//
+//  1. a config tool rule whose glob (path.Match syntax, case-sensitive; "*"
+//     does not cross "/") matches the canonical id "server::tool". A rule
+//     that makes a tool of a `defer: always` server deferrable keeps Always;
+//  2. the core set (core_tools, plus never_defer): the tool's bare name,
+//     lower-cased, equals a lower-cased entry. Only the bare name is
+//     compared: "github__read_file" or "mcp__fs__read_file" is not core,
+//     since a prefixed name is a different tool to the model;
+//  3. an explicit server `defer: never` (core), `always` (deferrable, Always
+//     set) or `unmarked` (unknown);
+//  4. the tool's own marker: _meta "io.toolbridge/deferrable" true
+//     (deferrable) or false (unknown), then defer_loading true (deferrable).
+//     A _meta value that is not a JSON boolean is ignored;
+//  5. the implicit MCP-origin marker: any tool of a named upstream server
+//     whose defer is auto or empty (also a server missing from the config)
+//     is deferrable;
+//  6. a deferrable name prefix (default "mcp_"), compared case-sensitively;
+//  7. otherwise unknown.
+//
+// Rule 5 catches every tool that reaches it from a named server, so only a
+// tool without an origin, classified with server "" (one the gateway or a
+// caller builds itself, not one from an upstream), ever reaches rule 6.
+func (c *Classifier) Classify(server string, tool mcp.Tool) Verdict {
+	if len(c.rules) > 0 {
+		id := server + "::" + tool.Name
+		for _, r := range c.rules {
+			if ok, _ := path.Match(r.match, id); ok {
+				// The rule decides the class; whether a deferrable tool
+				// waits for the threshold is still its server's word.
+				always := r.class == config.ClassDeferrable && c.servers[server] == config.DeferAlways
+				return Verdict{Class: r.class, Reason: fmt.Sprintf("tool rule %d %q", r.n, r.match), Always: always}
+			}
+		}
+	}
+	if src, ok := c.core[strings.ToLower(tool.Name)]; ok {
+		return Verdict{Class: config.ClassCore, Reason: fmt.Sprintf("core set: %q in %s", tool.Name, src)}
+	}
+	def := c.servers[server]
+	switch def {
+	case config.DeferNever:
+		return Verdict{Class: config.ClassCore, Reason: fmt.Sprintf("server %q defer: never", server)}
+	case config.DeferAlways:
+		return Verdict{Class: config.ClassDeferrable, Reason: fmt.Sprintf("server %q defer: always", server), Always: true}
+	case config.DeferUnmarked:
+		return Verdict{Class: config.ClassUnknown, Reason: fmt.Sprintf("server %q defer: unmarked", server)}
+	}
+	if tool.Meta != nil {
+		if v, ok := tool.Meta.AdditionalFields[MetaDeferrable].(bool); ok {
+			if v {
+				return Verdict{Class: config.ClassDeferrable, Reason: `_meta "` + MetaDeferrable + `": true`}
+			}
+			return Verdict{Class: config.ClassUnknown, Reason: `_meta "` + MetaDeferrable + `": false`}
+		}
+	}
+	if tool.DeferLoading {
+		return Verdict{Class: config.ClassDeferrable, Reason: "defer_loading: true"}
+	}
+	if server != "" {
+		if def == "" {
+			def = config.DeferAuto
+		}
+		return Verdict{Class: config.ClassDeferrable, Reason: fmt.Sprintf("server %q defer: %s (MCP-origin marker)", server, def)}
+	}
+	for _, p := range c.prefixes {
+		if p != "" && strings.HasPrefix(tool.Name, p) {
+			return Verdict{Class: config.ClassDeferrable, Reason: fmt.Sprintf("name prefix %q", p)}
+		}
+	}
+	return Verdict{Class: config.ClassUnknown, Reason: "no rule matched"}
+}

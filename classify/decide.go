@@ -1,0 +1,176 @@
+package classify
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/toolbridge/toolbridge/config"
+)
+
+// Entry is one catalog tool with its verdict and token count, the input of
+// Decide and NewReport.
+type Entry struct {
+	// Server is the upstream server's name.
+	Server string
+	// Tool is the tool as the upstream listed it.
+	Tool mcp.Tool
+	// Verdict is Classify's answer for the tool.
+	Verdict Verdict
+	// Tokens is Counter.Count of the tool.
+	Tokens int
+}
+
+// Decision says whether the gateway bridges and which deferrable tools it
+// defers. It is a value: the gateway swaps in a new one whenever the
+// catalog changes.
+type Decision struct {
+	// Tokenizer is the config's tokenizer, the one Entry.Tokens are
+	// expected to be counted with (o200k_base or estimate).
+	Tokenizer string `json:"tokenizer"`
+	// Mode is the effective mode: on, off or auto (an empty or unknown mode
+	// counts as auto).
+	Mode config.Mode `json:"mode"`
+	// Bridge is true when the meta-tools are served and some tools deferred.
+	Bridge bool `json:"bridge"`
+	// DeferAuto is true when every deferrable tool is deferred, not only
+	// those of `defer: always` servers.
+	DeferAuto bool `json:"defer_auto"`
+
+	// DeferrableTools and AlwaysTools count the deferrable tools, and those
+	// of them whose server has `defer: always`.
+	DeferrableTools int `json:"deferrable_tools"`
+	AlwaysTools     int `json:"always_tools"`
+	// DeferrableTokens is the sum of the deferrable tools' tokens (always
+	// ones included); TotalTokens that of every tool.
+	DeferrableTokens int `json:"deferrable_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+	// ContextWindow, MinTokens and ThresholdPct are the settings used.
+	ContextWindow int     `json:"context_window"`
+	MinTokens     int     `json:"min_tokens"`
+	ThresholdPct  float64 `json:"threshold_pct"`
+	// Pct is DeferrableTokens as a percentage of ContextWindow.
+	Pct float64 `json:"pct"`
+
+	// Reason explains the decision with its numbers.
+	Reason string `json:"reason"`
+}
+
+// Decide makes the activation decision for a catalog. It is pure and does
+// no tokenizing (Entry carries the counts), so the gateway can call it on
+// every catalog change. A nil cfg means config.Default(); a ContextWindow
+// of 0 or less means the default window, a negative ThresholdPct means 0.
+//
+// Modes:
+//   - off: never bridge.
+//   - on: bridge whenever at least one tool is deferrable; defer them all.
+//   - auto: bridge when the deferrable tools' tokens reach ThresholdPct
+//     percent of ContextWindow, or reach MinTokens when that is above 0
+//     (either is enough); ThresholdPct 0 means always, given one deferrable
+//     tool. Then every deferrable tool is deferred (DeferAuto).
+//
+// `defer: always` servers are deferred "whenever bridge mode is on, even if
+// the threshold is not reached". In auto mode this is read as: their tools
+// count toward the threshold like any other deferrable tool, and their mere
+// presence turns bridge mode on, so the meta-tools appear and those tools are
+// deferred; the other deferrable tools (`defer: auto`, markers, rules) are
+// deferred only when the threshold is reached (DeferAuto).
+func Decide(cfg *config.Config, entries []Entry) Decision {
+	if cfg == nil {
+		def := config.Default()
+		cfg = &def
+	}
+	d := Decision{
+		Tokenizer:     cfg.Tokenizer,
+		Mode:          cfg.Mode,
+		ContextWindow: cfg.ContextWindow,
+		MinTokens:     max(cfg.MinTokens, 0),
+		ThresholdPct:  max(cfg.ThresholdPct, 0),
+	}
+	if d.Mode != config.ModeOn && d.Mode != config.ModeOff {
+		d.Mode = config.ModeAuto
+	}
+	if d.Tokenizer == "" {
+		d.Tokenizer = config.TokenizerO200k
+	}
+	if d.ContextWindow <= 0 {
+		d.ContextWindow = config.Default().ContextWindow
+	}
+	for _, e := range entries {
+		d.TotalTokens += e.Tokens
+		if e.Verdict.Class != config.ClassDeferrable {
+			continue
+		}
+		d.DeferrableTools++
+		d.DeferrableTokens += e.Tokens
+		if e.Verdict.Always {
+			d.AlwaysTools++
+		}
+	}
+	d.Pct = float64(d.DeferrableTokens) * 100 / float64(d.ContextWindow)
+
+	summary := fmt.Sprintf("%s deferrable tools, %s tokens", commas(d.DeferrableTools), commas(d.DeferrableTokens))
+	switch {
+	case d.Mode == config.ModeOff:
+		d.Reason = "off: pass-through (" + summary + ", all visible)"
+		return d
+	case d.DeferrableTools == 0:
+		d.Reason = string(d.Mode) + ": no deferrable tool -> pass-through"
+		return d
+	case d.Mode == config.ModeOn:
+		d.Bridge, d.DeferAuto = true, true
+		d.Reason = "on: " + summary + " -> bridge"
+		return d
+	}
+
+	byPct := d.ThresholdPct == 0 || d.Pct >= d.ThresholdPct
+	shown := pct(d.Pct)
+	if v, _ := strconv.ParseFloat(shown, 64); !byPct && v >= d.ThresholdPct {
+		// Rounding would print "10.0% < threshold 10%"; show every digit.
+		shown = num(d.Pct)
+	}
+	head := fmt.Sprintf("auto: deferrable schemas %s tokens = %s%% of %s",
+		commas(d.DeferrableTokens), shown, commas(d.ContextWindow))
+	byMin := d.MinTokens > 0 && d.DeferrableTokens >= d.MinTokens
+	var cmp string
+	switch {
+	case byPct:
+		cmp = " >= threshold " + num(d.ThresholdPct) + "%"
+	case byMin:
+		cmp = " < threshold " + num(d.ThresholdPct) + "%, >= min_tokens " + commas(d.MinTokens)
+	default:
+		cmp = " < threshold " + num(d.ThresholdPct) + "%"
+		if d.MinTokens > 0 {
+			cmp += ", < min_tokens " + commas(d.MinTokens)
+		}
+	}
+	switch {
+	case byPct || byMin:
+		d.Bridge, d.DeferAuto = true, true
+		d.Reason = head + cmp + " -> bridge"
+	case d.AlwaysTools > 0:
+		d.Bridge = true
+		d.Reason = head + cmp + fmt.Sprintf(" -> bridge for %s defer: always tools only", commas(d.AlwaysTools))
+	default:
+		d.Reason = head + cmp + " -> pass-through"
+	}
+	return d
+}
+
+// Deferred reports whether a tool with verdict v is hidden behind the
+// meta-tools under this decision.
+func (d Decision) Deferred(v Verdict) bool {
+	return d.Bridge && v.Class == config.ClassDeferrable && (d.DeferAuto || v.Always)
+}
+
+// num formats a setting like a threshold without trailing zeros: 10, 2.5.
+func num(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+// pct formats a measured percentage with one decimal, or two when it would
+// otherwise read 0.0 while not being zero.
+func pct(f float64) string {
+	if f > 0 && f < 0.05 {
+		return strconv.FormatFloat(f, 'f', 2, 64)
+	}
+	return strconv.FormatFloat(f, 'f', 1, 64)
+}
