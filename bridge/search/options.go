@@ -62,16 +62,19 @@ type Options struct {
 // benchmarks they were tuned on).
 func DefaultOptions() Options {
 	var o Options
-	o.Fields[FieldName] = FieldParams{Weight: 3, B: 0.5}
+	// Names are short and precise: no length normalisation. Descriptions
+	// vary from a line to pages; only mild normalisation, or a long,
+	// thorough description would be punished for being thorough.
+	o.Fields[FieldName] = FieldParams{Weight: 2, B: 0}
 	o.Fields[FieldServer] = FieldParams{Weight: 1, B: 0.5}
 	o.Fields[FieldTitle] = FieldParams{Weight: 2, B: 0.5}
-	o.Fields[FieldDescription] = FieldParams{Weight: 1, B: 0.75}
-	o.Fields[FieldParamName] = FieldParams{Weight: 1, B: 0.5}
+	o.Fields[FieldDescription] = FieldParams{Weight: 1, B: 0.25}
+	o.Fields[FieldParamName] = FieldParams{Weight: 1.5, B: 0.5}
 	o.Fields[FieldParamDescription] = FieldParams{Weight: 0.5, B: 0.75}
 	o.K1 = 1.2
-	o.SynonymWeight = 0.6
-	o.NameCoverage = 0.5
-	o.Cutoff = 0.25
+	o.SynonymWeight = 0.3
+	o.NameCoverage = 0.25
+	o.Cutoff = 0.3
 	o.ExactBonus = 1000
 	o.DefaultLimit = 5
 	o.MaxLimit = 20
