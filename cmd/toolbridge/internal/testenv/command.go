@@ -1,0 +1,67 @@
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"regexp"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// waitDelay bounds how long a command's I/O may outlive the command itself,
+// so a grandchild holding our pipes cannot hang a test.
+const waitDelay = 5 * time.Second
+
+// commandContext returns a command that runs in its own process group and
+// whose whole group is killed when ctx ends, so nothing it spawned survives.
+func commandContext(ctx context.Context, name string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, name, args...)
+	SetProcessGroup(cmd)
+	cmd.Cancel = func() error {
+		return KillProcessGroup(cmd.Process.Pid)
+	}
+	cmd.WaitDelay = waitDelay
+	return cmd
+}
+
+// SetProcessGroup makes cmd start in a new process group (so
+// [KillProcessGroup] reaches everything it spawns) and asks the kernel to kill
+// it if the test process dies first.
+func SetProcessGroup(cmd *exec.Cmd) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+}
+
+// syncBuffer is a bytes.Buffer safe for a process writing while a test reads.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+// Write appends p.
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String returns everything written so far.
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// ansiEscape matches the colour codes the conformance CLI prints even when
+// its output is not a terminal.
+var ansiEscape = regexp.MustCompile(`\x1b\[[0-9;]*m`)
+
+// stripANSI removes terminal colour codes so logs stay readable.
+func stripANSI(s string) string {
+	return ansiEscape.ReplaceAllString(s, "")
+}
