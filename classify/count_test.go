@@ -115,8 +115,8 @@ func TestCountKnownValues(t *testing.T) {
 	c := newBPE(t)
 	// Reference o200k_base counts, as OpenAI's tiktoken gives them.
 	for text, want := range map[string]int{
-		"hello world": 2,
-		"":            0,
+		"hello world":                       2,
+		"":                                  0,
 		`{"type":"object","properties":{}}`: 9,
 	} {
 		if got := c.countString(text); got != want {

@@ -55,20 +55,31 @@ func (r Report) WriteTable(w io.Writer) error {
 	if !r.Decision.Bridge {
 		bridgeNote = ", if bridged"
 	}
-	summary := table{right: []bool{false, true, false}}
-	summary.add("pass-through:", commas(r.PassThroughTokens), fmt.Sprintf("tokens, %s tools", commas(len(r.Tools))))
-	summary.add("bridge mode:", commas(r.BridgeTokens), fmt.Sprintf("tokens, %s visible tools + meta-tools (%s tokens)%s",
-		commas(r.BridgeVisibleTools), commas(r.MetaTokens), bridgeNote))
-	summary.add("saving:", pct(r.SavingPct)+"%", "")
-	summary.add("client gets:", commas(r.ClientTokens), "tokens")
-	summary.add("tokenizer:", r.Decision.Tokenizer, "")
-	summary.add("decision:", r.Decision.Reason, "")
-	summary.write(bw)
+	nums := []string{commas(r.PassThroughTokens), commas(r.BridgeTokens), commas(r.ClientTokens)}
+	w0 := 0
+	for _, n := range nums {
+		w0 = max(w0, len(n))
+	}
+	fmt.Fprintf(bw, "pass-through:  %*s tokens, %s tools\n", w0, nums[0], commas(len(r.Tools)))
+	fmt.Fprintf(bw, "bridge mode:   %*s tokens, %s visible tools + meta-tools (%s tokens)%s\n",
+		w0, nums[1], commas(r.BridgeVisibleTools), commas(r.MetaTokens), bridgeNote)
+	fmt.Fprintf(bw, "saving:        %s%%\n", pct(r.SavingPct))
+	fmt.Fprintf(bw, "client gets:   %*s tokens\n", w0, nums[2])
+	fmt.Fprintf(bw, "tokenizer:     %s\n", r.Decision.Tokenizer)
+	fmt.Fprintf(bw, "decision:      %s\n", oneLine(r.Decision.Reason))
 
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("writing report table: %w", err)
 	}
 	return nil
+}
+
+// oneLine quotes text that would break the layout, as table.add does.
+func oneLine(s string) string {
+	if strings.ContainsFunc(s, unicode.IsControl) {
+		return strconv.Quote(s)
+	}
+	return s
 }
 
 func yesNo(b bool) string {
@@ -89,9 +100,7 @@ type table struct {
 // with control characters (a newline would break the layout) is quoted.
 func (t *table) add(cells ...string) {
 	for i, c := range cells {
-		if strings.ContainsFunc(c, unicode.IsControl) {
-			cells[i] = strconv.Quote(c)
-		}
+		cells[i] = oneLine(c)
 	}
 	t.rows = append(t.rows, cells)
 }
