@@ -51,6 +51,14 @@ func ignoredKeys(t reflect.Type) []string {
 	return nil
 }
 
+// extensionPrefix starts top-level keys that toolbridge ignores, as Docker
+// Compose does: a place for YAML anchors shared by several servers, such as
+//
+//	x-node: &node {command: npx}
+//	mcpServers:
+//	  memory: {<<: *node, args: [-y, "@modelcontextprotocol/server-memory"]}
+const extensionPrefix = "x-"
+
 // provenance maps a key path (keyPath.String) to the source that last set
 // it, so validation errors can name the file, variable or flag to fix.
 type provenance map[string]string
@@ -149,7 +157,7 @@ func (d *decoder) object(p keyPath, raw any, dst reflect.Value) {
 	for _, k := range sortedKeys(m) {
 		i := slices.Index(names, k)
 		if i < 0 {
-			if !slices.Contains(ignored, k) {
+			if !slices.Contains(ignored, k) && !(t == configType && strings.HasPrefix(k, extensionPrefix)) {
 				d.fail(p.key(k), "unknown key%s", didYouMean(k, names))
 			}
 			continue

@@ -80,11 +80,13 @@ func loadEnv(environ []string, root reflect.Value, prov provenance) []error {
 		return []error{fmt.Errorf("reading the environment: %w", err)}
 	}
 	settings := envSettings()
-	names := make([]string, 0, len(settings)+1)
+	// Suggestions compare what follows the shared prefix, or every name
+	// would look close to every other.
+	suffixes := make([]string, 0, len(settings)+1)
 	for _, s := range settings {
-		names = append(names, s.name)
+		suffixes = append(suffixes, strings.TrimPrefix(s.name, envPrefix))
 	}
-	names = append(names, EnvConfigPath)
+	suffixes = append(suffixes, strings.TrimPrefix(EnvConfigPath, envPrefix))
 
 	var errs []error
 	for _, s := range settings {
@@ -97,10 +99,17 @@ func loadEnv(environ []string, root reflect.Value, prov provenance) []error {
 	}
 	delete(vars, EnvConfigPath)
 	for _, name := range sortedKeys(vars) {
-		errs = append(errs, &Error{
-			Source: name,
-			Msg:    "not a toolbridge setting" + didYouMean(name, names),
-		})
+		suffix := strings.TrimPrefix(name, envPrefix)
+		hint := ""
+		if s := suggest(suffix, suffixes); s != "" {
+			hint = " (did you mean " + envPrefix + s + "?)"
+		}
+		for _, fileOnly := range []string{"MCPSERVERS", "TOOLS", "HOOKS"} {
+			if strings.HasPrefix(strings.ToUpper(suffix), fileOnly) {
+				hint = " (mcpServers, tools and hooks are set in the config file)"
+			}
+		}
+		errs = append(errs, &Error{Source: name, Msg: "not a toolbridge setting" + hint})
 	}
 	return errs
 }

@@ -132,6 +132,11 @@ func describe(v any) string {
 	if f, ok := toFloat(v); ok {
 		return strconv.FormatFloat(f, 'g', -1, 64)
 	}
+	// YAML timestamps and TOML dates and times are the only other values
+	// the parsers produce.
+	if s, ok := v.(fmt.Stringer); ok {
+		return fmt.Sprintf("the date/time %s (quote it to make it text)", s)
+	}
 	return fmt.Sprintf("a value of type %T", v)
 }
 

@@ -98,7 +98,13 @@ func syntaxError(format string, b []byte, err error) *Error {
 		e.Msg = strings.TrimPrefix(jsonSyntax.Error(), "json: ")
 	case errors.As(err, &jsonType):
 		e.Line, e.Column = lineCol(b, jsonType.Offset)
-		e.Msg = fmt.Sprintf("the top level must be a JSON object, got %s", article(jsonType.Value))
+		switch {
+		case strings.HasPrefix(jsonType.Value, "number "):
+			// A number too large for float64, such as 1e400.
+			e.Msg = jsonType.Value + " is out of range"
+		default:
+			e.Msg = fmt.Sprintf("the top level must be a JSON object, got %s", article(jsonType.Value))
+		}
 	case errors.As(err, &tomlErr):
 		e.Line, e.Column = tomlErr.Position()
 		e.Msg = strings.TrimPrefix(tomlErr.Error(), "toml: ")
@@ -132,6 +138,10 @@ func syntaxError(format string, b []byte, err error) *Error {
 			msg += " (YAML does not allow tabs for indentation; use spaces)"
 		}
 		e.Msg = msg
+	default:
+		// go-toml reports some problems, such as duplicate keys, without a
+		// position.
+		e.Msg = strings.TrimPrefix(err.Error(), "toml: ")
 	}
 	if e.Line == 0 {
 		e.Column = 0

@@ -32,6 +32,24 @@ const EnvConfigPath = "TOOLBRIDGE_CONFIG"
 // the TOOLBRIDGE_* environment variables and the flags, in that order, and
 // validates it.
 //
+// Each layer overrides only the keys it gives. Objects merge key by key
+// (mcpServers, env and headers included); lists replace the list below them
+// whole, so "core_tools: []" empties the default set while leaving
+// core_tools out keeps it; a null value (YAML "key:" with nothing after it)
+// changes nothing.
+//
+// In the file, keys are case-sensitive and matched exactly; server names
+// and env names keep their case and may contain dots. Unknown keys are
+// errors, except the ones Claude Desktop and other MCP clients write into
+// their own files (see ignoredKeys) and top-level keys starting with "x-",
+// which may hold YAML anchors. String values may reference the environment
+// as ${VAR} or ${VAR:-default}; "$$" is a literal "$" (see expand.go). A
+// disabled server may reference variables that are not set. Durations are
+// Go duration strings such as "30s" or "1m30s". Modes and booleans accept
+// true/false, yes/no, on/off and 1/0 in any case.
+//
+// Environment variables are described in env.go, flags at BindFlags.
+//
 // On error the Config is nil and the error joins every problem found (each
 // an *Error naming its source and key path), so a user can fix them all at
 // once.

@@ -1,0 +1,107 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// fuzzEnviron is the environment fuzzed configs see: some variables set, no
+// TOOLBRIDGE_* ones, so every error must come from the file.
+var fuzzEnviron = []string{"HOME=/home/fuzz", "GITHUB_TOKEN=ghp_fuzz", "EMPTY="}
+
+// addFileSeeds adds every testdata file with the given extensions.
+func addFileSeeds(f *testing.F, exts ...string) {
+	for _, ext := range exts {
+		for _, pattern := range []string{"testdata/*" + ext, "testdata/*/*" + ext, "testdata/*/.*" + ext} {
+			files, err := filepath.Glob(pattern)
+			if err != nil {
+				f.Fatal(err)
+			}
+			for _, file := range files {
+				b, err := os.ReadFile(file)
+				if err != nil {
+					f.Fatal(err)
+				}
+				f.Add(b)
+			}
+		}
+	}
+}
+
+// checkLoad loads data as a config file with extension ext and checks the
+// contract: no panic, and either a valid, renderable Config or errors that
+// all name the file.
+func checkLoad(t *testing.T, ext string, data []byte) {
+	path := filepath.Join(t.TempDir(), "config"+ext)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(LoadOptions{Path: path, Environ: fuzzEnviron})
+	if err != nil {
+		if c != nil {
+			t.Fatalf("Load returned a Config and an error")
+		}
+		errs := []error{err}
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			errs = j.Unwrap()
+		}
+		for _, e := range errs {
+			var ce *Error
+			if !errors.As(e, &ce) || ce.Source != path || ce.Msg == "" {
+				t.Fatalf("error %q does not name the file %s", e, path)
+			}
+		}
+		return
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("Load succeeded but Validate fails: %v", err)
+	}
+	for _, format := range []string{"yaml", "json"} {
+		if _, err := c.Render(format); err != nil {
+			t.Fatalf("Render(%s): %v", format, err)
+		}
+	}
+}
+
+func FuzzLoadYAML(f *testing.F) {
+	addFileSeeds(f, ".yaml", ".yml")
+	f.Fuzz(func(t *testing.T, data []byte) { checkLoad(t, ".yaml", data) })
+}
+
+func FuzzLoadJSON(f *testing.F) {
+	addFileSeeds(f, ".json")
+	f.Fuzz(func(t *testing.T, data []byte) { checkLoad(t, ".json", data) })
+}
+
+func FuzzLoadTOML(f *testing.F) {
+	addFileSeeds(f, ".toml")
+	f.Fuzz(func(t *testing.T, data []byte) { checkLoad(t, ".toml", data) })
+}
+
+func FuzzExpand(f *testing.F) {
+	for _, s := range []string{"", "plain", "${HOME}", "${MISSING:-x}", "$$", "$${HOME}", "${", "${}", "$", "a$b", "${A:-${B}}", "${EMPTY:-d}"} {
+		f.Add(s)
+	}
+	lookup := environLookup(fuzzEnviron)
+	f.Fuzz(func(t *testing.T, s string) {
+		out, err := expand(s, lookup, false)
+		if !strings.Contains(s, "$") && (err != nil || out != s) {
+			t.Fatalf("expand(%q) = %q, %v; text without $ must pass through", s, out, err)
+		}
+		// Escaped text expands back to itself.
+		if back, err := expand(escapeDollars(s), lookup, false); err != nil || back != s {
+			t.Fatalf("expand(escapeDollars(%q)) = %q, %v", s, back, err)
+		}
+		// Keeping unset references changes only what would have failed.
+		kept, kerr := expand(s, lookup, true)
+		if err == nil && (kerr != nil || kept != out) {
+			t.Fatalf("keepUnset changed a successful expansion of %q: %q, %v vs %q", s, kept, kerr, out)
+		}
+		if err != nil && !errors.Is(err, errUnset) && kerr == nil {
+			t.Fatalf("keepUnset hid a syntax error in %q: %v", s, err)
+		}
+	})
+}

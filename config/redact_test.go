@@ -1,0 +1,177 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// secretConfig is a config with a secret in every place Redacted covers.
+// Each secret is a distinct string so the test can look for each one.
+func secretConfig() (*Config, []string) {
+	secrets := []string{
+		"s3cr3t-env-value", "s3cr3t-env-dotted", "s3cr3t-header", "s3cr3t-header-2",
+		"s3cr3t-auth-token", "s3cr3t-userinfo-user", "s3cr3t-userinfo-pass", "s3cr3t-query-token",
+		"s3cr3t-fragment", "s3cr3t-pg-pass", "s3cr3t-flag-value", "s3cr3t-flag-eq", "s3cr3t-name-eq",
+		"s3cr3t-bearer", "s3cr3t-hook-arg", "s3cr3t-arg-url-key",
+	}
+	c := Default()
+	c.Servers = map[string]Server{
+		"local": {
+			Command: "npx",
+			Args: []string{
+				"-y", "@modelcontextprotocol/server-postgres",
+				"postgresql://reader:s3cr3t-pg-pass@db.internal:5432/shop",
+				"--api-key", "s3cr3t-flag-value",
+				"--client-secret=s3cr3t-flag-eq",
+				"GITHUB_TOKEN=s3cr3t-name-eq",
+				"--header", "Authorization: Bearer s3cr3t-bearer",
+				"--endpoint=https://api.example.com/v1?key=s3cr3t-arg-url-key&region=eu",
+			},
+			Env: map[string]string{"API_TOKEN": "s3cr3t-env-value", "FOO.BAR": "s3cr3t-env-dotted"},
+		},
+		"remote": {
+			URL:     "https://s3cr3t-userinfo-user:s3cr3t-userinfo-pass@mcp.example.com/mcp?access_token=s3cr3t-query-token&region=eu#auth=s3cr3t-fragment",
+			Headers: map[string]string{"Authorization": "Bearer s3cr3t-header", "X-Api-Key": "s3cr3t-header-2"},
+		},
+	}
+	c.Serve.AuthToken = "s3cr3t-auth-token"
+	c.Hooks = []Hook{{Match: "*", Command: "hook", Args: []string{"--token", "s3cr3t-hook-arg"}, Events: []string{HookBefore}, Timeout: DefaultHookTimeout}}
+	return &c, secrets
+}
+
+func TestRenderMasksEverySecret(t *testing.T) {
+	c, secrets := secretConfig()
+	before := c.clone()
+	for _, format := range []string{"yaml", "json"} {
+		out, err := c.Render(format)
+		if err != nil {
+			t.Fatalf("Render(%s): %v", format, err)
+		}
+		text := string(out)
+		for _, s := range secrets {
+			if strings.Contains(text, s) {
+				t.Errorf("Render(%s) leaks %q:\n%s", format, s, text)
+			}
+		}
+		// What is not secret stays readable.
+		for _, keep := range []string{"db.internal:5432/shop", "mcp.example.com/mcp", "region=eu", "API_TOKEN", "FOO.BAR", "X-Api-Key", "--api-key", "GITHUB_TOKEN=", "Authorization: " + Mask, "@modelcontextprotocol/server-postgres"} {
+			if !strings.Contains(text, keep) {
+				t.Errorf("Render(%s) lost %q:\n%s", format, keep, text)
+			}
+		}
+	}
+	if !reflect.DeepEqual(c, before) {
+		t.Errorf("Render changed the config")
+	}
+}
+
+func TestRedactedIsADeepCopy(t *testing.T) {
+	c, _ := secretConfig()
+	r := c.Redacted()
+	if c.Servers["local"].Env["API_TOKEN"] != "s3cr3t-env-value" || c.Servers["local"].Args[3] != "--api-key" ||
+		c.Servers["local"].Args[4] != "s3cr3t-flag-value" || c.Hooks[0].Args[1] != "s3cr3t-hook-arg" {
+		t.Errorf("Redacted modified the original: %+v", c.Servers["local"])
+	}
+	if r.Servers["local"].Env["API_TOKEN"] != Mask || r.Serve.AuthToken != Mask || r.Servers["remote"].Headers["X-Api-Key"] != Mask {
+		t.Errorf("Redacted copy not masked: %+v", r)
+	}
+	var nilCfg *Config
+	if nilCfg.Redacted() != nil {
+		t.Errorf("nil.Redacted() != nil")
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"", ""},
+		{"https://mcp.example.com/mcp", "https://mcp.example.com/mcp"},
+		{"https://u:p@h.example/x", "https://****@h.example/x"},
+		{"https://tok@h.example/", "https://****@h.example/"},
+		{"https://h.example/?api_key=abc&q=1&Token=x", "https://h.example/?api_key=****&q=1&Token=****"},
+		{"https://h.example/?sig=abc%20d&page=2", "https://h.example/?sig=abc%20d&page=2"},
+		{"https://h.example/#access_token=abc&state=s", "https://h.example/#access_token=****&state=s"},
+		{"postgresql://u:pw@localhost:5432/db?sslmode=disable&password=x", "postgresql://****@localhost:5432/db?sslmode=disable&password=****"},
+		{"https://h.example/%zz", Mask},
+	}
+	for _, tt := range tests {
+		if got := redactURL(tt.in); got != tt.want {
+			t.Errorf("redactURL(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestRenderRoundTrip(t *testing.T) {
+	// A config without secrets renders to a file that loads back equal.
+	c, err := Load(LoadOptions{Path: "testdata/full.yaml", Environ: fullEnviron})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, s := range c.Servers {
+		s.Env, s.Headers = nil, nil
+		s.URL = strings.ReplaceAll(s.URL, "api_key=sk_fullSecret&", "")
+		c.Servers[name] = s
+	}
+	c.Serve.AuthToken = ""
+	for _, format := range []string{"yaml", "json"} {
+		out, err := c.Render(format)
+		if err != nil {
+			t.Fatalf("Render(%s): %v", format, err)
+		}
+		path := filepath.Join(t.TempDir(), "rendered."+format)
+		if err := os.WriteFile(path, out, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		back, err := Load(LoadOptions{Path: path})
+		if err != nil {
+			t.Fatalf("loading rendered %s: %v\n%s", format, err, out)
+		}
+		if !reflect.DeepEqual(back, c) {
+			t.Errorf("%s round trip:\n got %+v\nwant %+v\n%s", format, *back, *c, out)
+		}
+	}
+}
+
+func TestRenderDefaultsRoundTrip(t *testing.T) {
+	d := Default()
+	for _, format := range []string{"yaml", "json"} {
+		out, err := d.Render(format)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := Load(LoadOptions{Path: writeFile(t, "d."+format, string(out))})
+		if err != nil {
+			t.Fatalf("loading rendered defaults (%s): %v\n%s", format, err, out)
+		}
+		// Empty lists render as [] and come back empty, not nil.
+		back.NeverDefer, back.Tools, back.Hooks, back.Serve.AllowedOrigins = nil, nil, nil, nil
+		if !reflect.DeepEqual(*back, d) {
+			t.Errorf("%s round trip of defaults:\n got %+v\nwant %+v", format, *back, d)
+		}
+	}
+}
+
+func TestRenderFormats(t *testing.T) {
+	d := Default()
+	if _, err := d.Render("xml"); err == nil || !strings.Contains(err.Error(), `unknown format "xml": want yaml or json`) {
+		t.Errorf("Render(xml) error = %v", err)
+	}
+	out, err := d.Render("json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Keys keep the reference order, durations read as durations.
+	text := string(out)
+	if i, j := strings.Index(text, `"mcpServers"`), strings.Index(text, `"audit"`); i < 0 || j < i {
+		t.Errorf("JSON keys out of order:\n%s", text)
+	}
+	if !strings.Contains(text, `"connect": "30s"`) {
+		t.Errorf("duration not rendered as a string:\n%s", text)
+	}
+	var nilCfg *Config
+	if _, err := nilCfg.Render("yaml"); err == nil {
+		t.Errorf("nil.Render succeeded")
+	}
+}
