@@ -4,6 +4,9 @@ import (
 	"sort"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolbridge/toolbridge/classify"
 )
 
 // Tool is one upstream tool as the catalog holds it.
@@ -21,6 +24,22 @@ type Tool struct {
 	// Tool is the definition exactly as the upstream sent it (schemas kept
 	// raw in RawInputSchema / RawOutputSchema).
 	Tool mcp.Tool
+
+	// Verdict is the tool's class and the rule that gave it.
+	Verdict classify.Verdict
+	// Tokens is what the tool's schema costs the client when listed.
+	Tokens int
+	// Deferred tools are not listed in bridge mode; tool_search finds them
+	// and tool_call runs them.
+	Deferred bool
+}
+
+// Listed returns the tool as clients see it in tools/list: the upstream's
+// definition under its exposed name.
+func (t *Tool) Listed() mcp.Tool {
+	listed := t.Tool
+	listed.Name = t.Exposed
+	return listed
 }
 
 // Prompt is one upstream prompt.
@@ -47,6 +66,17 @@ type Catalog struct {
 	Resources []ServerResource
 	Templates []ServerTemplate
 	Servers   []ServerInfo
+
+	// Decision is the activation decision for this catalog.
+	Decision classify.Decision
+	// Visible are the tools listed directly (all of them in pass-through);
+	// Deferred the rest. Both sorted by ID.
+	Visible, Deferred []*Tool
+	// MetaTokens is what the meta-tools cost the client in bridge mode,
+	// catalog hint included (also when not bridging: then it is what
+	// bridging would cost, for the report).
+	MetaTokens int
+	meta       []server.ServerTool
 
 	byID      map[string]*Tool
 	byExposed map[string]*Tool

@@ -18,6 +18,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/toolbridge/toolbridge/bridge/search"
+	"github.com/toolbridge/toolbridge/classify"
 	"github.com/toolbridge/toolbridge/config"
 )
 
@@ -40,22 +42,47 @@ type Gateway struct {
 	srv    *server.MCPServer
 	logger *slog.Logger
 
+	classifier *classify.Classifier
+	counter    classify.Counter
+	index      *search.Index
+	validators *validators
+	revealed   *revealed
+
 	catalog     atomic.Pointer[Catalog]
 	rebuildMu   sync.Mutex
-	toolsPrint  []byte // fingerprint of the registered tool list
+	serverDocs  map[string][]byte // per server: fingerprint of what the index holds
+	toolsPrint  []byte            // fingerprint of the registered tool list
 	promptPrint []byte
 	resPrint    []byte
 	refreshMu   sync.Map // upstream name -> *sync.Mutex: one refresh at a time
 }
 
 // New builds a gateway for cfg. Call Connect to reach the upstreams.
-func New(cfg *config.Config, opts Options) *Gateway {
+func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	g := &Gateway{cfg: cfg, logger: logger, relay: newRelay()}
+	classifier, err := classify.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building classifier: %w", err)
+	}
+	counter, err := classify.NewCounter(cfg.Tokenizer)
+	if err != nil {
+		return nil, fmt.Errorf("building token counter: %w", err)
+	}
+	g := &Gateway{
+		cfg: cfg, logger: logger, relay: newRelay(),
+		classifier: classifier, counter: counter,
+		index:      search.New(search.Options{MaxLimit: searchIndexMaxHits}),
+		validators: newValidators(), revealed: newRevealed(),
+		serverDocs: map[string][]byte{},
+	}
+	hooks := &server.Hooks{}
+	hooks.AddBeforeCallTool(g.routeDeferred)
+	hooks.AddOnUnregisterSession(func(ctx context.Context, s server.ClientSession) { g.revealed.forget(s.SessionID()) })
 	g.srv = server.NewMCPServer("toolbridge", Version,
+		server.WithHooks(hooks),
 		server.WithToolCapabilities(true),
 		server.WithPromptCapabilities(true),
 		server.WithResourceCapabilities(false, true),
@@ -71,9 +98,15 @@ func New(cfg *config.Config, opts Options) *Gateway {
 	g.relay.srv = g.srv
 	g.relay.onChange = g.upstreamChanged
 	g.pool = newPool(cfg, PoolOptions{Environ: opts.Environ, Progress: opts.Progress}, g.relay)
-	g.catalog.Store(buildCatalog(nil, nil))
-	return g
+	empty := buildCatalog(nil, metaNames)
+	g.classifyCatalog(empty)
+	g.catalog.Store(empty)
+	return g, nil
 }
+
+// searchIndexMaxHits caps what the gateway asks the index for: the
+// configured limit plus the visible tools it filters out.
+const searchIndexMaxHits = 1 << 16
 
 // MCPServer returns the downstream MCP server, for the transports.
 func (g *Gateway) MCPServer() *server.MCPServer { return g.srv }
@@ -128,14 +161,17 @@ func (g *Gateway) upstreamChanged(u *upstream, method string) {
 func (g *Gateway) rebuild() {
 	g.rebuildMu.Lock()
 	defer g.rebuildMu.Unlock()
-	cat := buildCatalog(g.pool.connected(), nil)
+	cat := buildCatalog(g.pool.connected(), metaNames)
+	g.classifyCatalog(cat)
+	g.updateIndex(cat)
 	g.catalog.Store(cat)
 
-	tools := make([]server.ServerTool, 0, len(cat.Tools))
-	for _, t := range cat.Tools {
-		exposed := t.Tool
-		exposed.Name = t.Exposed
-		tools = append(tools, server.ServerTool{Tool: exposed, Handler: g.directHandler(t)})
+	tools := make([]server.ServerTool, 0, len(cat.Visible)+len(metaNames))
+	for _, t := range cat.Visible {
+		tools = append(tools, server.ServerTool{Tool: t.Listed(), Handler: g.directHandler(t)})
+	}
+	if cat.Decision.Bridge {
+		tools = append(tools, cat.meta...)
 	}
 	if print := fingerprint(tools, func(t server.ServerTool) any { return t.Tool }); !bytes.Equal(print, g.toolsPrint) {
 		g.toolsPrint = print

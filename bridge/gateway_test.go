@@ -66,7 +66,10 @@ func testConfig() *config.Config {
 func startGateway(t *testing.T, cfg *config.Config, upstreams map[string]*server.MCPServer) (*Gateway, *client.Client) {
 	t.Helper()
 	ctx := context.Background()
-	g := New(cfg, Options{})
+	g, err := New(cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var specs []Spec
 	for name, s := range upstreams {
 		specs = append(specs, Spec{Name: name, InProcess: s})

@@ -23,7 +23,7 @@ type relay struct {
 
 	nextToken atomic.Int64
 	mu        sync.Mutex
-	progress  map[string]progressRoute   // token sent upstream -> client
+	progress  map[string]progressRoute    // token sent upstream -> client
 	active    map[*upstream][]*activeCall // calls in flight, oldest first
 }
 

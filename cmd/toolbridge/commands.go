@@ -9,39 +9,108 @@ import (
 	"github.com/toolbridge/toolbridge/config"
 )
 
-// runCall calls one tool and prints its result; the exit code is 1 when
-// the result is an error.
-func runCall(ctx context.Context, args []string, io stdio, environ []string) error {
-	f := newFlags("call", io)
+// bridgedSession opens a session with bridge mode forced on, so the
+// one-shot commands search, describe and call work through the meta-tools
+// exactly as a client's tool_search, tool_describe and tool_call do, with
+// the same name resolution and argument validation.
+func bridgedSession(ctx context.Context, name string, args []string, io stdio, environ []string, extra func(*commonFlags)) (*session, []string, error) {
+	f := newFlags(name, io)
+	if extra != nil {
+		extra(f)
+	}
 	cfg, err := f.parse(args, environ)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg.Mode = config.ModeOn
+	s, err := openSession(ctx, cfg, bridge.SpecsFromConfig(cfg), io.err, environ)
+	if err != nil {
+		return nil, nil, err
+	}
+	if d := s.g.Catalog().Decision; !d.Bridge {
+		s.Close()
+		return nil, nil, fmt.Errorf("no tool can be deferred, so there is nothing to search (%s); 'toolbridge tools' shows each tool's class", d.Reason)
+	}
+	return s, f.fs.Args(), nil
+}
+
+// metaCall calls a meta-tool and prints its text; an isError result is
+// printed too and turns into the command's error.
+func metaCall(ctx context.Context, s *session, io stdio, tool string, args map[string]any) error {
+	raw, err := json.Marshal(args)
 	if err != nil {
 		return err
 	}
-	rest := f.fs.Args()
-	if len(rest) < 1 || len(rest) > 2 {
-		return fmt.Errorf("%w: call takes TOOL and optional JSON arguments", errUsage)
+	res, err := s.call(ctx, tool, raw)
+	if err != nil {
+		return fmt.Errorf("calling %s: %w", tool, err)
 	}
-	var raw json.RawMessage
-	if len(rest) == 2 {
-		raw = json.RawMessage(rest[1])
-		if !json.Valid(raw) {
-			return fmt.Errorf("arguments are not valid JSON: %s", rest[1])
-		}
+	fmt.Fprintln(io.out, resultText(res))
+	if res.IsError {
+		return fmt.Errorf("%s failed", tool)
 	}
-	s, err := openSession(ctx, cfg, bridge.SpecsFromConfig(cfg), io.err, environ)
+	return nil
+}
+
+// runSearch ranks the catalog's tools for a query, as tool_search does.
+func runSearch(ctx context.Context, args []string, io stdio, environ []string) error {
+	var limit int
+	s, rest, err := bridgedSession(ctx, "search", args, io, environ, func(f *commonFlags) {
+		f.fs.IntVar(&limit, "limit", 0, "how many tools to show (default search.default_limit)")
+	})
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	res, err := s.call(ctx, rest[0], raw)
+	query := ""
+	for i, a := range rest {
+		if i > 0 {
+			query += " "
+		}
+		query += a
+	}
+	params := map[string]any{"query": query}
+	if limit > 0 {
+		params["limit"] = limit
+	}
+	return metaCall(ctx, s, io, bridge.MetaSearch, params)
+}
+
+// runDescribe prints tools' full schemas, as tool_describe does.
+func runDescribe(ctx context.Context, args []string, io stdio, environ []string) error {
+	var format string
+	s, rest, err := bridgedSession(ctx, "describe", args, io, environ, func(f *commonFlags) {
+		f.fs.StringVar(&format, "format", "mcp", "mcp or openai")
+	})
 	if err != nil {
-		return fmt.Errorf("calling %s: %w", rest[0], err)
+		return err
 	}
-	fmt.Fprintln(io.out, resultText(res))
-	if res.IsError {
-		return fmt.Errorf("%s returned an error", rest[0])
+	defer s.Close()
+	if len(rest) == 0 {
+		return fmt.Errorf("%w: describe takes one or more tool names", errUsage)
 	}
-	return nil
+	return metaCall(ctx, s, io, bridge.MetaDescribe, map[string]any{"tool_names": rest, "format": format})
+}
+
+// runCall calls one tool, by id or any name tool_call accepts, and prints
+// its result; an error result makes the exit code 1.
+func runCall(ctx context.Context, args []string, io stdio, environ []string) error {
+	s, rest, err := bridgedSession(ctx, "call", args, io, environ, nil)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if len(rest) < 1 || len(rest) > 2 {
+		return fmt.Errorf("%w: call takes TOOL and optional JSON arguments", errUsage)
+	}
+	toolArgs := json.RawMessage(`{}`)
+	if len(rest) == 2 {
+		toolArgs = json.RawMessage(rest[1])
+		if !json.Valid(toolArgs) {
+			return fmt.Errorf("arguments are not valid JSON: %s", rest[1])
+		}
+	}
+	return metaCall(ctx, s, io, bridge.MetaCall, map[string]any{"tool_name": rest[0], "tool_args": toolArgs})
 }
 
 // runConfig handles "config check [FILE]": it prints the resolved config

@@ -85,7 +85,10 @@ func serve(ctx context.Context, cfg *config.Config, specs []bridge.Spec, logger 
 			return fmt.Errorf("listening on %s: %w", cfg.Serve.Listen, err)
 		}
 	}
-	g := bridge.New(cfg, bridge.Options{Environ: environ, Progress: io.err, Logger: logger})
+	g, err := bridge.New(cfg, bridge.Options{Environ: environ, Progress: io.err, Logger: logger})
+	if err != nil {
+		return err
+	}
 	defer func() {
 		if err := g.Close(); err != nil {
 			logger.Warn("stopping upstreams", "error", err)

@@ -23,7 +23,10 @@ type session struct {
 }
 
 func openSession(ctx context.Context, cfg *config.Config, specs []bridge.Spec, progress io.Writer, environ []string) (*session, error) {
-	g := bridge.New(cfg, bridge.Options{Environ: environ, Progress: progress})
+	g, err := bridge.New(cfg, bridge.Options{Environ: environ, Progress: progress})
+	if err != nil {
+		return nil, err
+	}
 	if err := g.Connect(ctx, specs); err != nil {
 		fmt.Fprintln(progress, "toolbridge: continuing without the servers that failed")
 	}
