@@ -123,12 +123,16 @@ func decodeOne(s string) (any, *jsonError) {
 		case errors.Is(err, io.ErrUnexpectedEOF):
 			return nil, &jsonError{"unexpected end of input", int64(len(s))}
 		case errors.As(err, &se):
-			return nil, &jsonError{se.Error(), se.Offset}
+			// Offset is just past the offending byte; point at the byte.
+			return nil, &jsonError{se.Error(), max(se.Offset-1, 0)}
 		}
 		return nil, &jsonError{err.Error(), dec.InputOffset()}
 	}
+	end := dec.InputOffset()
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, &jsonError{"unexpected data after the JSON value", dec.InputOffset()}
+		rest := s[end:]
+		end += int64(len(rest) - len(strings.TrimLeft(rest, " \t\r\n")))
+		return nil, &jsonError{"unexpected data after the JSON value", end}
 	}
 	return v, nil
 }
@@ -141,6 +145,14 @@ func (e *jsonError) position(s string) (line, col int) {
 	line = strings.Count(before, "\n") + 1
 	col = len(before) - strings.LastIndex(before, "\n")
 	return line, col
+}
+
+// withArticle prefixes a JSON type name with "a" or "an".
+func withArticle(typ string) string {
+	if strings.ContainsAny(typ[:1], "aeiou") {
+		return "an " + typ
+	}
+	return "a " + typ
 }
 
 func jsonTypeOf(v any) string {
@@ -323,7 +335,7 @@ func walkPath(v any, path string) (any, error) {
 			}
 			cur = c[idx]
 		default:
-			return nil, fmt.Errorf("cannot look up %q: the value at %s is a %s, not an object or array", seg, at, jsonTypeOf(cur))
+			return nil, fmt.Errorf("cannot look up %q: the value at %s is %s, not an object or array", seg, at, withArticle(jsonTypeOf(cur)))
 		}
 	}
 	return cur, nil
@@ -381,7 +393,7 @@ func jsonKeysTool(_ context.Context, a args) (*mcp.CallToolResult, error) {
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("the value at path %q is a %s, not an object", path, jsonTypeOf(v))
+		return nil, fmt.Errorf("the value at path %q is %s, not an object", path, withArticle(jsonTypeOf(v)))
 	}
 	keys := sortedKeys(obj)
 	return structured(jsonKeys{Keys: keys, Count: len(keys)}, strings.Join(keys, "\n"))

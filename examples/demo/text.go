@@ -13,6 +13,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"golang.org/x/text/cases"
+	"golang.org/x/text/language"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -127,8 +129,8 @@ func textTools() []toolDef {
 			mcp.WithBoolean("ignore_whitespace", mcp.Description("Leave whitespace out of the characters total (default false)."), mcp.DefaultBool(false)),
 			mcp.WithOutputSchema[charCountResult](), readOnly(),
 		), charCount},
-		textTool("to_upper", "Convert a text to UPPER CASE (Unicode-aware).", strings.ToUpper),
-		textTool("to_lower", "Convert a text to lower case (Unicode-aware).", strings.ToLower),
+		textTool("to_upper", "Convert a text to UPPER CASE with full Unicode case mapping (\"straße\" -> \"STRASSE\").", toUpper),
+		textTool("to_lower", "Convert a text to lower case with full Unicode case mapping (\"ÉCOLE\" -> \"école\").", toLower),
 		textTool("title_case", "Convert a text to Title Case: the first letter of every word upper case, the rest lower case (\"hello wORLD\" -> \"Hello World\").", titleCase),
 		{newTool("reverse_text",
 			"Reverse a text, either character by character or word by word.",
@@ -255,6 +257,12 @@ func charCount(_ context.Context, a args) (*mcp.CallToolResult, error) {
 	}
 	return structured(out, "")
 }
+
+// toUpper and toLower use x/text's full case mapping, which strings.ToUpper
+// lacks (it keeps ß). A Caser is stateful, so each call makes its own.
+func toUpper(s string) string { return cases.Upper(language.Und).String(s) }
+
+func toLower(s string) string { return cases.Lower(language.Und).String(s) }
 
 // titleCase upper-cases the first letter of every word and lower-cases the
 // rest; an apostrophe inside a word does not start a new one ("don't").

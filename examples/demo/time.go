@@ -148,7 +148,7 @@ func timeTools(now clock) []toolDef {
 			infoOut, readOnly(),
 		), tt.convertTimezone},
 		{newTool("add_duration",
-			"Add (or, with negative values, subtract) a span to a date-time: a duration such as \"1h30m\", \"2d\" or \"1w\" (a day is 24 hours) and/or calendar years, months and days (which respect month lengths and daylight saving time).",
+			"Add (or, with negative values, subtract) a span to a date-time: a duration such as \"1h30m\", \"2d\" or \"1w\" (a day is exactly 24 hours) and/or calendar years, months and days, which keep the wall-clock time across daylight saving changes and clamp to the month's last day (Jan 31 + 1 month = Feb 29 in 2024).",
 			mcp.WithString("time", mcp.Required(), mcp.Description(descTimeIn)),
 			mcp.WithString("duration", mcp.Description("Exact duration to add: numbers with units w, d, h, m, s, ms, e.g. \"90m\", \"1h30m\", \"-2d\".")),
 			mcp.WithInteger("years", mcp.Description("Calendar years to add (may be negative), -1000 to 1000."), mcp.Min(-1000), mcp.Max(1000)),
@@ -298,7 +298,25 @@ func (tt timeToolset) addDuration(_ context.Context, a args) (*mcp.CallToolResul
 			return nil, err
 		}
 	}
-	return timeOut(t.AddDate(int(years), int(months), int(days)).Add(d))
+	return timeOut(addCalendar(t, int(years), int(months), int(days)).Add(d))
+}
+
+// addCalendar adds years and months, clamping the day to the target month's
+// length (Jan 31 + 1 month = Feb 29 in 2024, where time.AddDate would give
+// Mar 2), then adds days. Wall-clock time is kept across DST changes.
+func addCalendar(t time.Time, years, months, days int) time.Time {
+	y, m, d := t.Date()
+	total := int(m) - 1 + months + 12*years
+	ny, nm := y+total/12, total%12
+	if nm < 0 {
+		nm += 12
+		ny--
+	}
+	// Day 0 of the next month is the last day of this one.
+	last := time.Date(ny, time.Month(nm+2), 0, 0, 0, 0, 0, time.UTC).Day()
+	hh, mm, ss := t.Clock()
+	out := time.Date(ny, time.Month(nm+1), min(d, last), hh, mm, ss, t.Nanosecond(), t.Location())
+	return out.AddDate(0, 0, days)
 }
 
 func (tt timeToolset) diffTimes(_ context.Context, a args) (*mcp.CallToolResult, error) {

@@ -3,6 +3,7 @@ package demo
 import (
 	"fmt"
 	"math"
+	"strconv"
 )
 
 // unitNames lists every unit convert_units accepts, grouped by category.
@@ -70,7 +71,7 @@ func convertUnit(v float64, from, to string) (float64, string, error) {
 		return 0, "", fmt.Errorf("cannot convert %s (%s) to %s (%s): the units measure different things", from, fc, to, tc)
 	}
 	if fc != "temperature" {
-		return v * ff / tf, fc, nil
+		return roundNoise(v * ff / tf), fc, nil
 	}
 	var kelvin float64
 	switch from {
@@ -93,6 +94,16 @@ func convertUnit(v float64, from, to string) (float64, string, error) {
 	case "kelvin":
 		out = kelvin
 	}
-	// Undo binary noise such as 99.99999999999997 for 373.15 K -> °C.
-	return math.Round(out*1e9) / 1e9, fc, nil
+	return roundNoise(out), fc, nil
+}
+
+// roundNoise rounds to 15 significant digits, undoing binary noise such as
+// 4.535923700000001 for 10 lb -> kg; a double carries 15-17 digits, and the
+// conversion factors are exact to far fewer.
+func roundNoise(f float64) float64 {
+	r, err := strconv.ParseFloat(strconv.FormatFloat(f, 'g', 15, 64), 64)
+	if err != nil || math.IsInf(r, 0) {
+		return f
+	}
+	return r
 }
