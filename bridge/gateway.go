@@ -83,6 +83,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	hooks.AddOnUnregisterSession(func(ctx context.Context, s server.ClientSession) { g.revealed.forget(s.SessionID()) })
 	g.srv = server.NewMCPServer("toolbridge", Version,
 		server.WithHooks(hooks),
+		server.WithToolFilter(g.addRevealed),
 		server.WithToolCapabilities(true),
 		server.WithPromptCapabilities(true),
 		server.WithResourceCapabilities(false, true),

@@ -1,0 +1,131 @@
+package search
+
+import (
+	"hash/fnv"
+	"strings"
+	"testing"
+)
+
+// dataset is one benchmark: a catalog and its queries.
+type dataset struct {
+	name    string
+	catalog string
+	queries string
+	// floor is the Recall@k the default options must keep: a little under
+	// what they reach, so a regression fails the test.
+	floorK int
+	floor  float64
+}
+
+var datasets = []dataset{
+	// Reached: BFCL Recall@5 0.863, MetaTool Recall@5 0.650, keywords Recall@1 0.953.
+	{"bfcl", "testdata/bfcl/catalog.json", "testdata/bfcl/queries.jsonl", 5, 0.855},
+	{"metatool", "testdata/metatool/catalog.json", "testdata/metatool/queries.jsonl", 5, 0.64},
+	{"keywords (reference-servers)", "testdata/reference-servers/catalog.json", "testdata/keyword-queries.jsonl", 1, 0.93},
+}
+
+// loadDataset indexes a dataset's catalog with opts and loads its queries.
+func loadDataset(t testing.TB, ds dataset, opts Options) (*Index, []Query) {
+	t.Helper()
+	cat, err := LoadCatalog(ds.catalog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := New(opts)
+	for _, s := range cat {
+		ix.Upsert(s.Server, s.Docs)
+	}
+	qs, err := LoadQueries(ds.queries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ix, qs
+}
+
+// splitHalves splits queries in two by a hash of their id: the options were
+// tuned on the first half only, so the second shows whether they overfit.
+func splitHalves(qs []Query) (tune, holdout []Query) {
+	for _, q := range qs {
+		h := fnv.New32a()
+		h.Write([]byte(q.ID))
+		if h.Sum32()%2 == 0 {
+			tune = append(tune, q)
+		} else {
+			holdout = append(holdout, q)
+		}
+	}
+	return tune, holdout
+}
+
+// plainBM25 approximates the ranking other tool-search systems publish:
+// every field weighted alike with standard length normalisation, and no
+// synonyms or name-coverage boost. It is a reference row, not a target.
+func plainBM25() Options {
+	var o Options
+	for f := range o.Fields {
+		o.Fields[f] = FieldParams{Weight: 1, B: 0.75}
+	}
+	o.SynonymWeight = -1
+	o.NameCoverage = -1
+	return o
+}
+
+// TestRetrievalQuality prints Recall@1/5/10, Hit@5 and MRR@10 of the
+// default options on every benchmark (limit 10, full query text), with the
+// tuning/held-out halves and a plain-BM25 reference row, and fails when a
+// dataset drops under its floor. Run it with -v to see the table.
+func TestRetrievalQuality(t *testing.T) {
+	var table strings.Builder
+	table.WriteString("\n")
+	WriteTableHeader(&table)
+	for _, ds := range datasets {
+		ix, qs := loadDataset(t, ds, Options{})
+		m := Evaluate(ix, qs, 10)
+		WriteTableRow(&table, ds.name, m)
+		tune, hold := splitHalves(qs)
+		WriteTableRow(&table, "  tuning half", Evaluate(ix, tune, 10))
+		WriteTableRow(&table, "  held-out half", Evaluate(ix, hold, 10))
+		plain, _ := loadDataset(t, ds, plainBM25())
+		WriteTableRow(&table, "  plain BM25 reference", Evaluate(plain, qs, 10))
+
+		got := m.Recall5
+		if ds.floorK == 1 {
+			got = m.Recall1
+		}
+		if got < ds.floor {
+			t.Errorf("%s: Recall@%d = %.3f, under the floor %.3f", ds.name, ds.floorK, got, ds.floor)
+		}
+	}
+	t.Log(table.String())
+}
+
+func TestEvaluateMetrics(t *testing.T) {
+	ix := New(Options{Cutoff: -1})
+	ix.Upsert("s", []Document{
+		{Name: "alpha", Description: "apple apple apple"},
+		{Name: "beta", Description: "apple apple banana"},
+		{Name: "gamma", Description: "apple banana cherry"},
+	})
+	qs := []Query{
+		{ID: "1", Query: "apple", Relevant: []string{"s::alpha"}},            // rank 1
+		{ID: "2", Query: "apple", Relevant: []string{"s::gamma"}},            // rank 3
+		{ID: "3", Query: "apple", Relevant: []string{"s::alpha", "s::nope"}}, // half found
+		{ID: "4", Query: "zzz", Relevant: []string{"s::beta"}},               // not found
+	}
+	m := Evaluate(ix, qs, 10)
+	want := Metrics{
+		Queries:  4,
+		Recall1:  (1 + 0 + 0.5 + 0) / 4,
+		Recall5:  (1 + 1 + 0.5 + 0) / 4,
+		Recall10: (1 + 1 + 0.5 + 0) / 4,
+		Hit5:     3.0 / 4,
+		MRR10:    (1 + 1.0/3 + 1 + 0) / 4,
+	}
+	if diff := abs(m.Recall1-want.Recall1) + abs(m.Recall5-want.Recall5) + abs(m.Recall10-want.Recall10) +
+		abs(m.Hit5-want.Hit5) + abs(m.MRR10-want.MRR10); diff > 1e-9 || m.Queries != 4 {
+		t.Errorf("Evaluate = %+v, want %+v", m, want)
+	}
+	if m := Evaluate(ix, nil, 10); m != (Metrics{}) {
+		t.Errorf("no queries: %+v", m)
+	}
+}
