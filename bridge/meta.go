@@ -350,21 +350,23 @@ func describeTool(t *Tool, format string) json.RawMessage {
 		})
 		return bytes.TrimSpace(buf.Bytes())
 	}
-	out := map[string]any{
-		"id":          t.ID,
-		"server":      t.Server,
-		"name":        t.Name,
-		"description": t.Tool.Description,
-		"inputSchema": t.Tool.RawInputSchema,
-	}
-	if t.Tool.Title != "" {
-		out["title"] = t.Tool.Title
-	}
-	if len(t.Tool.RawOutputSchema) > 0 {
-		out["outputSchema"] = t.Tool.RawOutputSchema
+	// A struct, not a map: the id comes first, then the fields in the order
+	// MCP defines them, which reads better than sorted keys.
+	out := struct {
+		ID           string          `json:"id"`
+		Server       string          `json:"server"`
+		Name         string          `json:"name"`
+		Title        string          `json:"title,omitempty"`
+		Description  string          `json:"description"`
+		InputSchema  json.RawMessage `json:"inputSchema"`
+		OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+		Annotations  json.RawMessage `json:"annotations,omitempty"`
+	}{
+		ID: t.ID, Server: t.Server, Name: t.Name, Title: t.Tool.Title,
+		Description: t.Tool.Description, InputSchema: t.Tool.RawInputSchema, OutputSchema: t.Tool.RawOutputSchema,
 	}
 	if ann, err := json.Marshal(t.Tool.Annotations); err == nil && string(ann) != "{}" {
-		out["annotations"] = json.RawMessage(ann)
+		out.Annotations = ann
 	}
 	_ = enc.Encode(out)
 	return bytes.TrimSpace(buf.Bytes())

@@ -73,9 +73,9 @@ func TestExactNameRanksFirst(t *testing.T) {
 func TestFuzzyNames(t *testing.T) {
 	ix := refIndex(t, Options{})
 	tests := []struct {
-		query string
-		want  string // must be the top hit
-		alsoDYM bool // and listed in DidYouMean
+		query   string
+		want    string // must be the top hit
+		alsoDYM bool   // and listed in DidYouMean
 	}{
 		{"creat_isue", "github::create_issue", true},
 		{"slack_post_mesage", "slack::slack_post_message", true},

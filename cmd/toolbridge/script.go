@@ -17,21 +17,24 @@ type scriptStep struct {
 	say  string
 	tool string
 	args string
-	// want must appear in the result text: the script checks the demo
-	// really worked instead of printing whatever came back.
-	want string
+	// want must appear in the result text, and wantError says whether the
+	// result must be an error: the script checks the demo really worked
+	// instead of printing whatever came back.
+	want      string
+	wantError bool
 }
 
-// demoScript is the session `toolbridge demo --script` plays: a few real
-// calls across the example servers, as a client would make them.
+// demoScript is the session `toolbridge demo --script` plays: what a model
+// does in bridge mode, including the mistakes models make.
 var demoScript = []scriptStep{
-	{"Add two numbers on the math server", "add", `{"a":2,"b":3}`, "5"},
-	{"Evaluate an expression", "evaluate_expression", `{"expression":"(2+3)*4^2"}`, "80"},
-	{"Store a note", "create_note", `{"title":"Groceries","body":"milk, eggs","tags":["home"]}`, "n1"},
-	{"Read it back", "get_note", `{"id":"n1"}`, "milk, eggs"},
-	{"Hash a string on the text server", "sha256_hash", `{"text":"abc"}`, "ba7816bf"},
-	{"Count words", "word_count", `{"text":"the quick brown fox"}`, "4"},
-	{"Ask for a tool that does not exist", "no_such_tool", `{}`, ""},
+	{"Find a tool by what it does", "tool_search", `{"query":"convert temperature units"}`, "math::convert_units", false},
+	{"Read its full schema", "tool_describe", `{"tool_name":"math::convert_units"}`, `"inputSchema"`, false},
+	{"Call it through tool_call", "tool_call", `{"tool_name":"math::convert_units","tool_args":{"value":100,"from":"celsius","to":"fahrenheit"}}`, "212", false},
+	{"A wrong unit: the model gets the schema violation, not a crash", "tool_call", `{"tool_name":"math::convert_units","tool_args":{"value":100,"from":"celsius","to":"parsecs"}}`, "at /to", true},
+	{"A typo in the tool name gets a did-you-mean", "tool_call", `{"tool_name":"creat_note","tool_args":{"title":"x"}}`, "notes::create_note", true},
+	{"Store a note (arguments given as a JSON string, a common slip)", "tool_call", `{"tool_name":"create_note","tool_args":"{\"title\":\"Groceries\",\"body\":\"milk, eggs\"}"}`, `"id":"n1"`, false},
+	{"A client with an old tool list calls a deferred tool by name", "get_note", `{"id":"n1"}`, "milk, eggs", false},
+	{"Browse the catalog", "tool_search", `{"query":""}`, "- notes (", false},
 }
 
 // runScript plays demoScript against the demo servers through an
@@ -45,6 +48,8 @@ func runScript(ctx context.Context, cfg *config.Config, specs []bridge.Spec, io 
 	}
 	defer s.Close()
 
+	report := s.g.Report()
+	fmt.Fprintf(io.out, "\n== %s\n", report.Decision.Reason)
 	list, err := s.c.ListTools(ctx, mcp.ListToolsRequest{})
 	if err != nil {
 		return fmt.Errorf("listing tools: %w", err)
@@ -53,25 +58,28 @@ func runScript(ctx context.Context, cfg *config.Config, specs []bridge.Spec, io 
 	for _, t := range list.Tools {
 		names = append(names, t.Name)
 	}
-	fmt.Fprintf(io.out, "\n== tools/list: the client sees %d tools\n   %s\n", len(names), wrapNames(names, 6))
+	fmt.Fprintf(io.out, "== tools/list: the client sees %d tools (%s), %d tokens instead of %d for all %d tools (%.0f%% less)\n",
+		len(names), strings.Join(names, ", "), report.ClientTokens, report.PassThroughTokens, len(report.Tools),
+		100*float64(report.PassThroughTokens-report.ClientTokens)/float64(max(1, report.PassThroughTokens)))
 
 	failed := 0
 	for i, step := range demoScript {
-		fmt.Fprintf(io.out, "\n== %d. %s\n-> tools/call %s %s\n", i+1, step.say, step.tool, step.args)
+		fmt.Fprintf(io.out, "\n== %d. %s\n-> %s %s\n", i+1, step.say, step.tool, step.args)
 		res, err := s.call(ctx, step.tool, json.RawMessage(step.args))
-		switch {
-		case err != nil && step.want == "":
-			fmt.Fprintf(io.out, "<- error, as expected: %v\n", err)
-		case err != nil:
+		if err != nil {
 			fmt.Fprintf(io.out, "<- FAILED: %v\n", err)
 			failed++
-		default:
-			text := resultText(res)
-			fmt.Fprintf(io.out, "<- %s\n", indent(text))
-			if step.want != "" && (res.IsError || !strings.Contains(text, step.want)) {
-				fmt.Fprintf(io.out, "   FAILED: expected %q in the result\n", step.want)
-				failed++
-			}
+			continue
+		}
+		text := resultText(res)
+		marker := "<-"
+		if res.IsError {
+			marker = "<- (isError)"
+		}
+		fmt.Fprintf(io.out, "%s %s\n", marker, indent(clipLines(text, 12)))
+		if res.IsError != step.wantError || !strings.Contains(text, step.want) {
+			fmt.Fprintf(io.out, "   FAILED: expected isError=%v and %q in the result\n", step.wantError, step.want)
+			failed++
 		}
 	}
 	if failed > 0 {
@@ -79,6 +87,15 @@ func runScript(ctx context.Context, cfg *config.Config, specs []bridge.Spec, io 
 	}
 	fmt.Fprintf(io.out, "\n== All %d steps worked. Serve the demo to a real client with: toolbridge demo\n", len(demoScript))
 	return nil
+}
+
+// clipLines keeps the first n lines of s.
+func clipLines(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) <= n {
+		return s
+	}
+	return strings.Join(lines[:n], "\n") + fmt.Sprintf("\n… (%d more lines)", len(lines)-n)
 }
 
 func wrapNames(names []string, perLine int) string {

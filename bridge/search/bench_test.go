@@ -1,0 +1,264 @@
+package search
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// benchCatalogs are the real catalogs the synthetic ones are made from.
+var benchCatalogs = []string{
+	"testdata/bfcl/catalog.json",
+	"testdata/metatool/catalog.json",
+	"testdata/reference-servers/catalog.json",
+}
+
+// toolsPerServer is the size of the synthetic servers: real MCP servers
+// carry a few to a few dozen tools.
+const toolsPerServer = 40
+
+var (
+	baseOnce  sync.Once
+	baseDocs  []Document
+	baseErr   error
+	synthMu   sync.Mutex
+	synthMemo = map[int][]ServerDocs{}
+)
+
+// synthCatalog returns n tools made deterministically from the benchmark
+// catalogs: each copy of a real tool gets a copy suffix on its name, one
+// description word dropped and one repeated, and the tools are dealt into
+// servers of toolsPerServer.
+func synthCatalog(tb testing.TB, n int) []ServerDocs {
+	tb.Helper()
+	baseOnce.Do(func() {
+		for _, p := range benchCatalogs {
+			cat, err := LoadCatalog(p)
+			if err != nil {
+				baseErr = err
+				return
+			}
+			for _, s := range cat {
+				baseDocs = append(baseDocs, s.Docs...)
+			}
+		}
+	})
+	if baseErr != nil {
+		tb.Fatal(baseErr)
+	}
+	synthMu.Lock()
+	defer synthMu.Unlock()
+	if c, ok := synthMemo[n]; ok {
+		return c
+	}
+	rng := rand.New(rand.NewPCG(1, uint64(n)))
+	var out []ServerDocs
+	for i := range n {
+		base := baseDocs[i%len(baseDocs)]
+		copyNo := i / len(baseDocs)
+		d := base
+		d.ID = ""
+		if copyNo > 0 {
+			d.Name = fmt.Sprintf("%s_v%d", base.Name, copyNo)
+			words := strings.Fields(base.Description)
+			if len(words) > 2 {
+				drop, dup := rng.IntN(len(words)), rng.IntN(len(words))
+				words = append(words, words[dup])
+				words = slices.Delete(words, drop, drop+1)
+				d.Description = strings.Join(words, " ")
+			}
+		}
+		if i%toolsPerServer == 0 {
+			out = append(out, ServerDocs{Server: fmt.Sprintf("server-%05d", i/toolsPerServer)})
+		}
+		last := &out[len(out)-1]
+		for slices.ContainsFunc(last.Docs, func(o Document) bool { return o.Name == d.Name }) {
+			d.Name += "_2" // the real catalogs repeat names across servers
+		}
+		last.Docs = append(last.Docs, d)
+	}
+	synthMemo[n] = out
+	return out
+}
+
+// buildSynth indexes a synthetic catalog of n tools.
+func buildSynth(tb testing.TB, n int) *Index {
+	ix := New(Options{})
+	for _, s := range synthCatalog(tb, n) {
+		ix.Upsert(s.Server, s.Docs)
+	}
+	return ix
+}
+
+// benchQueries mixes the kinds of queries tool_search gets: long
+// natural-language requests, short keyword queries, tool names with typos
+// and exact ids.
+func benchQueries(tb testing.TB) []string {
+	var qs []string
+	for _, p := range []string{"testdata/bfcl/queries.jsonl", "testdata/metatool/queries.jsonl", "testdata/keyword-queries.jsonl"} {
+		all, err := LoadQueries(p)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for i := 0; i < len(all) && i < 20000; i += max(1, len(all)/300) {
+			qs = append(qs, all[i].Query)
+		}
+	}
+	qs = append(qs, "creat_isue", "slack_post_mesage", "github::create_issue", "read_file", "")
+	return qs
+}
+
+// heapInUse returns the live heap after a full collection.
+func heapInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// BenchmarkBuild measures indexing 10,000 tools from scratch (target:
+// under 200 ms).
+func BenchmarkBuild(b *testing.B) {
+	for _, n := range []int{10000} {
+		cat := synthCatalog(b, n)
+		b.Run(fmt.Sprintf("tools=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				ix := New(Options{})
+				for _, s := range cat {
+					ix.Upsert(s.Server, s.Docs)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkUpsertServer measures replacing one 40-tool server in a 10,000
+// tool index: the incremental path when an upstream's tool list changes.
+func BenchmarkUpsertServer(b *testing.B) {
+	ix := buildSynth(b, 10000)
+	cat := synthCatalog(b, 10000)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		s := cat[i%len(cat)]
+		ix.Upsert(s.Server, s.Docs)
+		i++
+	}
+}
+
+// BenchmarkQuery measures one search over 10,000 tools and reports the
+// p50 and p99 latency of the query mix (target: p99 under 1 ms).
+func BenchmarkQuery(b *testing.B) {
+	for _, n := range []int{10000} {
+		b.Run(fmt.Sprintf("tools=%d", n), func(b *testing.B) {
+			benchSearch(b, buildSynth(b, n))
+		})
+	}
+}
+
+// BenchmarkIndexMemory reports the live heap of an index of 10,000 tools
+// (target: under 50 MB).
+func BenchmarkIndexMemory(b *testing.B) {
+	for _, n := range []int{10000} {
+		b.Run(fmt.Sprintf("tools=%d", n), func(b *testing.B) {
+			benchMemory(b, n)
+		})
+	}
+}
+
+// BenchmarkScaling reports query latency and index memory at 100 to
+// 100,000 tools.
+func BenchmarkScaling(b *testing.B) {
+	for _, n := range []int{100, 1000, 10000, 100000} {
+		b.Run(fmt.Sprintf("tools=%d", n), func(b *testing.B) {
+			ix, heap := buildMeasured(b, n)
+			b.ReportMetric(float64(heap), "heap-bytes")
+			benchSearch(b, ix)
+		})
+	}
+}
+
+// buildMeasured builds an index of n tools and returns it with the heap it
+// holds.
+func buildMeasured(b *testing.B, n int) (*Index, uint64) {
+	synthCatalog(b, n) // keep the catalog out of the measurement
+	before := heapInUse()
+	ix := buildSynth(b, n)
+	after := heapInUse()
+	runtime.KeepAlive(ix)
+	if after < before {
+		return ix, 0
+	}
+	return ix, after - before
+}
+
+func benchMemory(b *testing.B, n int) {
+	var heap uint64
+	for b.Loop() {
+		var ix *Index
+		ix, heap = buildMeasured(b, n)
+		runtime.KeepAlive(ix)
+	}
+	b.ReportMetric(float64(heap), "heap-bytes")
+	b.ReportMetric(float64(heap)/float64(n), "heap-bytes/tool")
+}
+
+// benchSearch runs the query mix round-robin and reports latency
+// percentiles alongside ns/op.
+func benchSearch(b *testing.B, ix *Index) {
+	qs := benchQueries(b)
+	lat := make([]time.Duration, 0, 1<<16)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		start := time.Now()
+		ix.Search(qs[i%len(qs)], 10)
+		lat = append(lat, time.Since(start))
+		i++
+	}
+	slices.Sort(lat)
+	pct := func(p float64) float64 {
+		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Nanoseconds())
+	}
+	b.ReportMetric(pct(0.50), "p50-ns")
+	b.ReportMetric(pct(0.99), "p99-ns")
+	b.ReportMetric(pct(1)/1, "max-ns")
+}
+
+// TestSynthCatalogIsDeterministic guards the benchmarks' input: the same
+// size gives the same tools, with unique ids.
+func TestSynthCatalogIsDeterministic(t *testing.T) {
+	a := synthCatalog(t, 3000)
+	synthMu.Lock()
+	delete(synthMemo, 3000)
+	synthMu.Unlock()
+	b := synthCatalog(t, 3000)
+	ids := map[string]bool{}
+	total := 0
+	for i := range a {
+		if a[i].Server != b[i].Server || len(a[i].Docs) != len(b[i].Docs) {
+			t.Fatalf("server %d differs", i)
+		}
+		for j := range a[i].Docs {
+			if a[i].Docs[j].Name != b[i].Docs[j].Name || a[i].Docs[j].Description != b[i].Docs[j].Description {
+				t.Fatalf("tool %d/%d differs", i, j)
+			}
+			id := a[i].Server + "::" + a[i].Docs[j].Name
+			if ids[id] {
+				t.Fatalf("duplicate id %s", id)
+			}
+			ids[id] = true
+			total++
+		}
+	}
+	if total != 3000 {
+		t.Fatalf("%d tools, want 3000", total)
+	}
+}
