@@ -2,15 +2,20 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
 // fuzzEnviron is the environment fuzzed configs see: some variables set, no
 // TOOLBRIDGE_* ones, so every error must come from the file.
 var fuzzEnviron = []string{"HOME=/home/fuzz", "GITHUB_TOKEN=ghp_fuzz", "EMPTY="}
+
+// fuzzSeq numbers the files fuzz inputs are written to.
+var fuzzSeq atomic.Int64
 
 // addFileSeeds adds every testdata file with the given extensions.
 func addFileSeeds(f *testing.F, exts ...string) {
@@ -34,11 +39,14 @@ func addFileSeeds(f *testing.F, exts ...string) {
 // checkLoad loads data as a config file with extension ext and checks the
 // contract: no panic, and either a valid, renderable Config or errors that
 // all name the file.
-func checkLoad(t *testing.T, ext string, data []byte) {
-	path := filepath.Join(t.TempDir(), "config"+ext)
+func checkLoad(t *testing.T, dir, ext string, data []byte) {
+	// One directory per fuzz target and a fresh name per input: t.TempDir
+	// per input would cost more than the Load under test.
+	path := filepath.Join(dir, fmt.Sprintf("config-%d%s", fuzzSeq.Add(1), ext))
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	defer os.Remove(path)
 	c, err := Load(LoadOptions{Path: path, Environ: fuzzEnviron})
 	if err != nil {
 		if c != nil {
@@ -68,17 +76,20 @@ func checkLoad(t *testing.T, ext string, data []byte) {
 
 func FuzzLoadYAML(f *testing.F) {
 	addFileSeeds(f, ".yaml", ".yml")
-	f.Fuzz(func(t *testing.T, data []byte) { checkLoad(t, ".yaml", data) })
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte) { checkLoad(t, dir, ".yaml", data) })
 }
 
 func FuzzLoadJSON(f *testing.F) {
 	addFileSeeds(f, ".json")
-	f.Fuzz(func(t *testing.T, data []byte) { checkLoad(t, ".json", data) })
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte) { checkLoad(t, dir, ".json", data) })
 }
 
 func FuzzLoadTOML(f *testing.F) {
 	addFileSeeds(f, ".toml")
-	f.Fuzz(func(t *testing.T, data []byte) { checkLoad(t, ".toml", data) })
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte) { checkLoad(t, dir, ".toml", data) })
 }
 
 func FuzzExpand(f *testing.F) {

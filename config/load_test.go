@@ -569,3 +569,15 @@ func TestErrorType(t *testing.T) {
 		t.Errorf("first error = %+v, want key mcpServers.github.env.GITHUB_TOKEN wrapping errUnset", e)
 	}
 }
+
+func BenchmarkLoad(b *testing.B) {
+	for _, file := range []string{"testdata/full.yaml", "testdata/full.json", "testdata/full.toml", "testdata/claude_desktop_config.json"} {
+		b.Run(filepath.Base(file), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := Load(LoadOptions{Path: file, Environ: fullEnviron}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -175,3 +175,16 @@ func TestRenderFormats(t *testing.T) {
 		t.Errorf("nil.Render succeeded")
 	}
 }
+
+func BenchmarkRender(b *testing.B) {
+	c, _ := secretConfig()
+	for _, format := range []string{"yaml", "json"} {
+		b.Run(format, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := c.Render(format); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -121,10 +123,26 @@ func yamlNode(t any) *goyaml.Node {
 		}
 		return n
 	}
-	n := &goyaml.Node{}
-	// Encoding a scalar cannot fail; Encode picks the tag and quoting that
-	// make it read back as the same type.
-	_ = n.Encode(t)
+	// With the tag given, the encoder quotes a string that would otherwise
+	// read back as another type ("on", "10").
+	n := &goyaml.Node{Kind: goyaml.ScalarNode}
+	switch t := t.(type) {
+	case string:
+		n.Tag, n.Value = "!!str", t
+	case bool:
+		n.Tag, n.Value = "!!bool", strconv.FormatBool(t)
+	case int64:
+		n.Tag, n.Value = "!!int", strconv.FormatInt(t, 10)
+	case float64:
+		// A whole number is written as one (threshold_pct: 10); the decoder
+		// takes it for a float field.
+		n.Tag, n.Value = "!!float", strconv.FormatFloat(t, 'g', -1, 64)
+		if t == math.Trunc(t) && math.Abs(t) < 1e15 {
+			n.Tag, n.Value = "!!int", strconv.FormatInt(int64(t), 10)
+		}
+	default:
+		n.Tag, n.Value = "!!str", fmt.Sprint(t)
+	}
 	return n
 }
 
