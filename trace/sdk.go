@@ -124,15 +124,18 @@ func spanExporter(ctx context.Context, exporter string, sig signal, o options) (
 		return stdouttrace.New(stdouttrace.WithWriter(o.writer))
 	}
 	if sig.protocol == ProtocolGRPC {
-		return otlptracegrpc.New(ctx,
+		opts := []otlptracegrpc.Option{
 			otlptracegrpc.WithEndpointURL(sig.endpoint),
 			otlptracegrpc.WithHeaders(sig.headers),
 			otlptracegrpc.WithTimeout(sig.timeout),
-			otlptracegrpc.WithCompressor(sig.compression),
 			otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{
 				Enabled: true, InitialInterval: time.Second, MaxInterval: 5 * time.Second, MaxElapsedTime: sig.timeout,
 			}),
-		)
+		}
+		if sig.compression == "gzip" {
+			opts = append(opts, otlptracegrpc.WithCompressor("gzip"))
+		}
+		return otlptracegrpc.New(ctx, opts...)
 	}
 	comp := otlptracehttp.NoCompression
 	if sig.compression == "gzip" {
@@ -155,15 +158,18 @@ func metricExporter(ctx context.Context, exporter string, sig signal, o options)
 		return stdoutmetric.New(stdoutmetric.WithWriter(o.writer))
 	}
 	if sig.protocol == ProtocolGRPC {
-		return otlpmetricgrpc.New(ctx,
+		opts := []otlpmetricgrpc.Option{
 			otlpmetricgrpc.WithEndpointURL(sig.endpoint),
 			otlpmetricgrpc.WithHeaders(sig.headers),
 			otlpmetricgrpc.WithTimeout(sig.timeout),
-			otlpmetricgrpc.WithCompressor(sig.compression),
 			otlpmetricgrpc.WithRetry(otlpmetricgrpc.RetryConfig{
 				Enabled: true, InitialInterval: time.Second, MaxInterval: 5 * time.Second, MaxElapsedTime: sig.timeout,
 			}),
-		)
+		}
+		if sig.compression == "gzip" {
+			opts = append(opts, otlpmetricgrpc.WithCompressor("gzip"))
+		}
+		return otlpmetricgrpc.New(ctx, opts...)
 	}
 	comp := otlpmetrichttp.NoCompression
 	if sig.compression == "gzip" {

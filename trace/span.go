@@ -341,10 +341,18 @@ func (s *Span) SetResult(result any) {
 	s.span.SetAttributes(str(AttrGenAIToolResult, contentString(result)))
 }
 
-// SetAttributes adds attributes to the span (not to its metric).
+// SetAttributes adds attributes to the span (not to its metric). String
+// values are made valid UTF-8 (see clean).
 func (s *Span) SetAttributes(kv ...attribute.KeyValue) {
 	if s == nil {
 		return
+	}
+	for i, a := range kv {
+		if a.Value.Type() == attribute.STRING {
+			if v := a.Value.AsString(); !utf8.ValidString(v) {
+				kv[i] = attribute.String(string(a.Key), clean(v))
+			}
+		}
 	}
 	s.span.SetAttributes(kv...)
 }
