@@ -21,6 +21,7 @@ import (
 	"github.com/toolbridge/toolbridge/bridge/search"
 	"github.com/toolbridge/toolbridge/classify"
 	"github.com/toolbridge/toolbridge/config"
+	"github.com/toolbridge/toolbridge/trace"
 )
 
 // Options configure a Gateway beyond its config.
@@ -31,6 +32,9 @@ type Options struct {
 	Progress io.Writer
 	// Logger receives operational messages; nil discards them.
 	Logger *slog.Logger
+	// Telemetry overrides the one cfg.Telemetry would set up (tests pass
+	// an in-memory one). The gateway shuts down only one it set up itself.
+	Telemetry *trace.Telemetry
 }
 
 // Gateway serves the upstreams' tools, prompts and resources as one MCP
@@ -41,6 +45,11 @@ type Gateway struct {
 	relay  *relay
 	srv    *server.MCPServer
 	logger *slog.Logger
+
+	tel       *trace.Telemetry
+	ownTel    bool
+	hooks     *trace.Hooks
+	transport atomic.Value // downstream transport name, for spans
 
 	classifier *classify.Classifier
 	counter    classify.Counter
@@ -71,19 +80,39 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building token counter: %w", err)
 	}
+	callHooks, err := trace.NewHooks(cfg, logger)
+	if err != nil {
+		return nil, fmt.Errorf("building hooks: %w", err)
+	}
+	tel, ownTel := opts.Telemetry, false
+	if tel == nil {
+		// Setup never dials: an unreachable collector is only logged later.
+		tel, err = trace.Setup(context.Background(), cfg.Telemetry, opts.Environ,
+			trace.WithLogger(logger), trace.WithServiceVersion(Version), trace.WithRecordContent(cfg.Telemetry.RecordContent))
+		if err != nil {
+			_ = callHooks.Close()
+			return nil, fmt.Errorf("setting up telemetry: %w", err)
+		}
+		ownTel = true
+	}
 	g := &Gateway{
 		cfg: cfg, logger: logger, relay: newRelay(),
+		tel: tel, ownTel: ownTel, hooks: callHooks,
 		classifier: classifier, counter: counter,
 		index:      search.New(search.Options{MaxLimit: searchIndexMaxHits}),
 		validators: newValidators(), revealed: newRevealed(),
 		serverDocs: map[string][]byte{},
 	}
+	g.transport.Store(config.ServeStdio)
 	hooks := &server.Hooks{}
+	hooks.AddBeforeCallTool(g.noteRequestID)
 	hooks.AddBeforeCallTool(g.routeDeferred)
+	newRequestSpans(g).install(hooks)
 	hooks.AddOnUnregisterSession(func(ctx context.Context, s server.ClientSession) { g.revealed.forget(s.SessionID()) })
 	g.srv = server.NewMCPServer("toolbridge", Version,
 		server.WithHooks(hooks),
 		server.WithToolFilter(g.addRevealed),
+		server.WithToolHandlerMiddleware(g.traceToolCalls),
 		server.WithToolCapabilities(true),
 		server.WithPromptCapabilities(true),
 		server.WithResourceCapabilities(false, true),
@@ -126,8 +155,20 @@ func (g *Gateway) Connect(ctx context.Context, specs []Spec) error {
 	return err
 }
 
-// Close disconnects every upstream and stops their processes.
-func (g *Gateway) Close() error { return g.pool.Close() }
+// Close disconnects every upstream, stops their processes, closes the
+// hooks (flushing the audit log) and flushes telemetry.
+func (g *Gateway) Close() error {
+	errs := []error{g.pool.Close(), g.hooks.Close()}
+	if g.ownTel {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		errs = append(errs, g.tel.Shutdown(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// downstream is the transport clients use, for spans: stdio or http.
+func (g *Gateway) downstream() string { return g.transport.Load().(string) }
 
 // upstreamChanged handles an upstream's list_changed notification: refetch
 // that list, then republish. It runs off the transport's reader goroutine,
@@ -280,17 +321,29 @@ func (g *Gateway) dispatch(ctx context.Context, c call) (*mcp.CallToolResult, er
 	if !ok {
 		return toolError("Server %q is not connected, so %s cannot run now. Other servers' tools still work.", c.tool.Server, c.tool.ID), nil
 	}
+	return g.observedCall(ctx, c, u)
+}
+
+// callFailure is an upstream call that produced no result.
+type callFailure struct {
+	err      error
+	timedOut bool          // the gateway's call timeout ran out
+	timeout  time.Duration // that timeout
+}
+
+func (f *callFailure) Error() string { return f.err.Error() }
+func (f *callFailure) Unwrap() error { return f.err }
+
+// forward sends the call upstream with meta as its _meta and decodes the
+// result. A *callFailure says why there is none.
+func (g *Gateway) forward(ctx context.Context, c call, u *upstream, meta map[string]any) (*mcp.CallToolResult, error) {
 	timeout := g.cfg.EffectiveCallTimeout(u.spec.Config)
 	callCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
 	var clientToken mcp.ProgressToken
-	meta := map[string]any{}
 	if c.meta != nil {
 		clientToken = c.meta.ProgressToken
-		for k, v := range c.meta.AdditionalFields {
-			meta[k] = v
-		}
 	}
 	upToken, end := g.relay.begin(ctx, u, clientToken)
 	defer end()
@@ -306,27 +359,30 @@ func (g *Gateway) dispatch(ctx context.Context, c call) (*mcp.CallToolResult, er
 	}
 	raw, err := u.request(callCtx, string(mcp.MethodToolsCall), params)
 	if err != nil {
-		return g.callError(ctx, callCtx, c, timeout, err)
+		// The timeout is judged by callCtx: an upstream may give up on the
+		// deadline itself and answer with an error of its own.
+		return nil, &callFailure{err: err, timedOut: ctx.Err() == nil && callCtx.Err() != nil, timeout: timeout}
 	}
 	var res mcp.CallToolResult
 	if err := json.Unmarshal(raw, &res); err != nil {
-		return toolError("Server %q answered %s with a result toolbridge cannot decode: %v", c.tool.Server, c.tool.ID, err), nil
+		return nil, &callFailure{err: fmt.Errorf("decoding the result: %w", err)}
 	}
 	return &res, nil
 }
 
-// callError turns a failed upstream call into what the client gets. ctx is
-// the client's request, callCtx the same bounded by the call timeout: the
-// timeout is judged by callCtx, since an upstream may give up on the
-// deadline itself and answer with an error of its own.
-func (g *Gateway) callError(ctx, callCtx context.Context, c call, timeout time.Duration, err error) (*mcp.CallToolResult, error) {
+// failureResult turns a failed upstream call into what the client gets.
+func (g *Gateway) failureResult(ctx context.Context, c call, err error) (*mcp.CallToolResult, error) {
+	var f *callFailure
+	if !errors.As(err, &f) {
+		return nil, err
+	}
 	var rpcErr *RPCError
 	switch {
 	case ctx.Err() != nil:
 		// The client cancelled or went away: nobody reads a result.
 		return nil, ctx.Err()
-	case callCtx.Err() != nil:
-		return toolError("%s did not answer within %s (server %q call timeout). The server may be busy or hung; try again, or raise timeouts.call.", c.tool.ID, timeout, c.tool.Server), nil
+	case f.timedOut:
+		return toolError("%s did not answer within %s (server %q call timeout). The server may be busy or hung; try again, or raise timeouts.call.", c.tool.ID, f.timeout, c.tool.Server), nil
 	case errors.As(err, &rpcErr):
 		return toolError("Server %q rejected the call to %s: %s (JSON-RPC code %d).", c.tool.Server, c.tool.ID, rpcErr.Message, rpcErr.Code), nil
 	default:

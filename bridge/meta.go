@@ -160,6 +160,7 @@ func (g *Gateway) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*m
 	}
 	limit = max(1, min(limit, g.cfg.Search.MaxLimit))
 	res := g.search(g.Catalog(), query, limit)
+	serverSpanFrom(ctx).SetSearch(len(query), limit, len(res.Tools), query)
 	if g.cfg.Disclosure == "activate" {
 		g.reveal(ctx, res.Tools)
 	}
@@ -431,7 +432,7 @@ func (g *Gateway) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp
 		return toolError("Invalid arguments for %s:\n- %s\n\nIts input schema:\n%s\n\nFix the arguments and call again.",
 			t.ID, strings.Join(problems, "\n- "), t.Tool.RawInputSchema), nil
 	}
-	return g.dispatch(ctx, call{tool: t, args: toolArgs, meta: withoutVia(req.Params.Meta), via: via})
+	return g.dispatch(ctx, call{tool: t, args: toolArgs, meta: req.Params.Meta, via: via})
 }
 
 // callArguments finds the real tool's arguments: the object under key; a
@@ -474,20 +475,6 @@ func callArguments(args map[string]json.RawMessage, key string) (json.RawMessage
 		}
 	}
 	return nil, fmt.Errorf("%s must be a JSON object of the tool's arguments, got %s", key, clip(string(raw), 80))
-}
-
-// withoutVia drops the gateway's own marker before _meta goes upstream.
-func withoutVia(m *mcp.Meta) *mcp.Meta {
-	if m == nil || m.AdditionalFields[metaViaKey] == nil {
-		return m
-	}
-	out := &mcp.Meta{ProgressToken: m.ProgressToken, AdditionalFields: map[string]any{}}
-	for k, v := range m.AdditionalFields {
-		if k != metaViaKey {
-			out.AdditionalFields[k] = v
-		}
-	}
-	return out
 }
 
 // routeDeferred lets a client call a deferred tool by its own name (one

@@ -12,12 +12,15 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolbridge/toolbridge/config"
 )
 
 // ServeStdio serves one client over in and out (the process's stdin and
 // stdout) until in closes or ctx ends. Nothing but JSON-RPC is ever written
 // to out: progress and logs go to stderr.
 func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, errLog io.Writer) error {
+	g.transport.Store(config.ServeStdio)
 	s := server.NewStdioServer(g.srv)
 	if errLog == nil {
 		errLog = io.Discard
@@ -34,6 +37,7 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, e
 // endpoints: GET /healthz (the process is up) and GET /readyz (which
 // upstreams are connected, as JSON; 503 while none is).
 func (g *Gateway) HTTPHandler() http.Handler {
+	g.transport.Store(config.ServeHTTP)
 	mcpHandler := server.NewStreamableHTTPServer(g.srv, server.WithEndpointPath("/mcp"))
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", mcpHandler)

@@ -85,17 +85,33 @@ func FuzzSearch(f *testing.F) {
 	})
 }
 
-// FuzzIndexDocument indexes a tool with arbitrary text and checks that the
-// index stays consistent and the tool can be found by its own id.
+// FuzzIndexDocument indexes a tool with arbitrary text next to the
+// reference servers and checks that the index stays consistent, the tool
+// can be found by its own id, and removing it restores the index.
 func FuzzIndexDocument(f *testing.F) {
 	f.Add("srv", "create_issue", "Create a new issue", "owner", "Repository owner")
 	f.Add("my__srv", "do__thing", "", "", "")
 	f.Add("中文", "查询天气", "查询城市的天气预报", "城市", "城市名")
 	f.Add("s", "`quoted`", "\x00\xff\xfe", "a.b.c", "")
+	ix := refIndex(f, Options{})
+	before := ix.Len()
+	baseline := ix.Search("create issue", 10)
 	f.Fuzz(func(t *testing.T, server, name, desc, pname, pdesc string) {
-		ix := refIndex(t, Options{})
-		before := ix.Len()
+		// A prefix keeps the fuzzed server from replacing a reference one,
+		// so every run starts from the same index.
+		server = "fz" + server
 		ix.Upsert(server, []Document{{Name: name, Description: desc, Params: []Param{{Name: pname, Description: pdesc}}}})
+		defer func() {
+			ix.Remove(server)
+			if ix.Len() != before {
+				t.Fatalf("Remove left %d tools, had %d", ix.Len(), before)
+			}
+			if after := ix.Search("create issue", 10); !slices.EqualFunc(after.Hits, baseline.Hits, func(a, b Hit) bool {
+				return a.ID == b.ID && abs(a.Score-b.Score) < 1e-9
+			}) {
+				t.Fatalf("after Remove: %+v, before: %+v", after.Hits, baseline.Hits)
+			}
+		}()
 		if name == "" {
 			if ix.Len() != before {
 				t.Fatalf("nameless tool was indexed")
@@ -110,10 +126,6 @@ func FuzzIndexDocument(f *testing.F) {
 		}
 		if !slices.ContainsFunc(res.Hits, func(h Hit) bool { return h.ID == id && h.Exact }) {
 			t.Fatalf("Search(%q) lacks the exact hit: %+v", id, res.Hits)
-		}
-		ix.Remove(server)
-		if ix.Len() > before {
-			t.Fatalf("Remove left %d tools, had %d", ix.Len(), before)
 		}
 	})
 }

@@ -1,0 +1,282 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolbridge/toolbridge/trace"
+)
+
+// Keys the gateway puts in a tools/call's _meta for its own use; both are
+// removed before the call goes upstream (see upstreamMeta).
+const (
+	// metaRPCIDKey carries the JSON-RPC id from the before-call hook, which
+	// sees it, to the handler, which does not.
+	metaRPCIDKey = "io.toolbridge/rpc-id"
+)
+
+type serverSpanKey struct{}
+
+// serverSpanFrom returns the SERVER span of the tools/call in ctx, so a
+// meta-tool can add its own attributes (tool_search's query length).
+func serverSpanFrom(ctx context.Context) *trace.Span {
+	s, _ := ctx.Value(serverSpanKey{}).(*trace.Span)
+	return s
+}
+
+// noteRequestID is a before-call hook: it records the JSON-RPC id where
+// the tool handler can read it, for the span's jsonrpc.request.id.
+func (g *Gateway) noteRequestID(ctx context.Context, id any, req *mcp.CallToolRequest) {
+	if !g.tel.Enabled() || id == nil {
+		return
+	}
+	meta := &mcp.Meta{AdditionalFields: map[string]any{}}
+	if req.Params.Meta != nil {
+		meta.ProgressToken = req.Params.Meta.ProgressToken
+		for k, v := range req.Params.Meta.AdditionalFields {
+			meta.AdditionalFields[k] = v
+		}
+	}
+	meta.AdditionalFields[metaRPCIDKey] = id
+	req.Params.Meta = meta
+}
+
+// traceToolCalls is the tool-handler middleware that starts the SERVER span
+// of every tools/call (named after the tool the client named: tool_call,
+// tool_search or a direct tool) and ends it with the outcome.
+func (g *Gateway) traceToolCalls(next server.ToolHandlerFunc) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var meta map[string]any
+		var id any
+		if req.Params.Meta != nil {
+			meta = req.Params.Meta.AdditionalFields
+			id = meta[metaRPCIDKey]
+		}
+		r := trace.Request{
+			Method: string(mcp.MethodToolsCall), Target: req.Params.Name, ID: id,
+			SessionID: sessionID(ctx), ProtocolVersion: server.RequestProtocolVersion(ctx),
+			Transport: g.downstream(), Meta: meta, Header: req.Header,
+		}
+		if g.tel.RecordContent() {
+			r.Arguments = json.RawMessage(rawArguments(req))
+		}
+		ctx, span := g.tel.StartServer(ctx, r)
+		ctx = context.WithValue(ctx, serverSpanKey{}, span)
+		res, err := next(ctx, req)
+		switch {
+		case err != nil:
+			span.EndError(mcp.INTERNAL_ERROR, err)
+		default:
+			if g.tel.RecordContent() {
+				span.SetResult(res)
+			}
+			span.EndResult(res != nil && res.IsError)
+		}
+		return res, err
+	}
+}
+
+// requestSpans traces the requests that are not tool calls (tools/list,
+// prompts/get, resources/read, initialize, ...) through mcp-go's hooks,
+// which see each request start and end. Tool calls get their span from
+// traceToolCalls, whose context reaches dispatch.
+type requestSpans struct {
+	g     *Gateway
+	mu    sync.Mutex
+	spans map[spanKey]*trace.Span
+}
+
+type spanKey struct {
+	session string
+	id      string
+}
+
+func newRequestSpans(g *Gateway) *requestSpans {
+	return &requestSpans{g: g, spans: map[spanKey]*trace.Span{}}
+}
+
+func (r *requestSpans) install(h *server.Hooks) {
+	h.AddBeforeAny(r.before)
+	h.AddOnSuccess(r.success)
+	h.AddOnError(r.failure)
+}
+
+func (r *requestSpans) key(ctx context.Context, id any) spanKey {
+	return spanKey{session: sessionID(ctx), id: fmt.Sprint(id)}
+}
+
+func (r *requestSpans) before(ctx context.Context, id any, method mcp.MCPMethod, message any) {
+	if !r.g.tel.Enabled() || method == mcp.MethodToolsCall || id == nil {
+		return
+	}
+	_, span := r.g.tel.StartServer(ctx, trace.Request{
+		Method: string(method), Target: requestTarget(message), ID: id,
+		SessionID: sessionID(ctx), ProtocolVersion: server.RequestProtocolVersion(ctx),
+		Transport: r.g.downstream(), Meta: requestMeta(message),
+	})
+	r.mu.Lock()
+	r.spans[r.key(ctx, id)] = span
+	r.mu.Unlock()
+}
+
+func (r *requestSpans) take(ctx context.Context, id any) *trace.Span {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := r.key(ctx, id)
+	s := r.spans[k]
+	delete(r.spans, k)
+	return s
+}
+
+func (r *requestSpans) success(ctx context.Context, id any, method mcp.MCPMethod, message any, result any) {
+	if method != mcp.MethodToolsCall {
+		r.take(ctx, id).EndResult(false)
+	}
+}
+
+func (r *requestSpans) failure(ctx context.Context, id any, method mcp.MCPMethod, message any, err error) {
+	if !r.g.tel.Enabled() {
+		return
+	}
+	code := mcp.INTERNAL_ERROR
+	var rerr interface{ ToJSONRPCError() mcp.JSONRPCError }
+	if errors.As(err, &rerr) {
+		code = rerr.ToJSONRPCError().Error.Code
+	}
+	if method != mcp.MethodToolsCall {
+		r.take(ctx, id).EndError(code, err)
+		return
+	}
+	// A tools/call that failed before any handler ran (unknown tool): the
+	// middleware never saw it, so its span is made here.
+	if errors.Is(err, server.ErrToolNotFound) {
+		_, span := r.g.tel.StartServer(ctx, trace.Request{
+			Method: string(method), Target: requestTarget(message), ID: id,
+			SessionID: sessionID(ctx), Transport: r.g.downstream(),
+		})
+		span.EndError(mcp.INVALID_PARAMS, err)
+	}
+}
+
+// requestTarget is the tool or prompt a request names, for span names.
+func requestTarget(message any) string {
+	switch m := message.(type) {
+	case *mcp.CallToolRequest:
+		return m.Params.Name
+	case *mcp.GetPromptRequest:
+		return m.Params.Name
+	}
+	return ""
+}
+
+// requestMeta is a request's params._meta, where clients put traceparent.
+func requestMeta(message any) map[string]any {
+	var meta *mcp.Meta
+	switch m := message.(type) {
+	case *mcp.ListToolsRequest:
+		meta = m.Params.Meta
+	case *mcp.GetPromptRequest:
+		meta = m.Params.Meta
+	case *mcp.ReadResourceRequest:
+		meta = m.Params.Meta
+	case *mcp.ListPromptsRequest:
+		meta = m.Params.Meta
+	case *mcp.ListResourcesRequest:
+		meta = m.Params.Meta
+	}
+	if meta == nil {
+		return nil
+	}
+	return meta.AdditionalFields
+}
+
+func sessionID(ctx context.Context) string {
+	if s := server.ClientSessionFromContext(ctx); s != nil {
+		return s.SessionID()
+	}
+	return ""
+}
+
+// upstreamMeta is the _meta sent with a call upstream: the client's own
+// fields, without the gateway's private keys, plus the trace context of
+// ctx (so one trace spans client -> gateway -> upstream).
+func (g *Gateway) upstreamMeta(ctx context.Context, m *mcp.Meta) map[string]any {
+	meta := map[string]any{}
+	if m != nil {
+		for k, v := range m.AdditionalFields {
+			if k != metaRPCIDKey && k != metaViaKey {
+				meta[k] = v
+			}
+		}
+	}
+	return trace.Inject(ctx, meta)
+}
+
+// observedCall runs one tool call with its TOOL and CLIENT spans and the
+// configured hooks around it: all of them see the real server and tool,
+// whether the client called it directly or through tool_call.
+func (g *Gateway) observedCall(ctx context.Context, c call, u *upstream) (*mcp.CallToolResult, error) {
+	start := time.Now()
+	ctx, toolSpan := g.tel.StartTool(ctx, trace.ToolCall{
+		Server: c.tool.Server, Tool: c.tool.Name, Class: c.tool.Verdict.Class, Via: c.via,
+		Arguments: recordable(g.tel, c.args),
+	})
+	hc := trace.Call{
+		Server: c.tool.Server, Tool: c.tool.Name, Class: c.tool.Verdict.Class, Via: c.via,
+		Arguments: c.args, SessionID: sessionID(ctx),
+	}
+	if d, err := g.hooks.BeforeCall(ctx, hc); err == nil && d.Deny {
+		reason := d.Reason
+		if reason == "" {
+			reason = "a hook denied it"
+		}
+		res := toolError("%s was not run: %s", c.tool.ID, reason)
+		g.hooks.AfterCall(ctx, hc, trace.Result{Value: res, IsError: true, Denied: true, Reason: reason, Duration: time.Since(start)})
+		toolSpan.EndResult(true)
+		return res, nil
+	}
+	host, port := u.address()
+	url := ""
+	if host != "" {
+		url = fmt.Sprintf("http://%s:%d", host, port)
+	}
+	cctx, clientSpan := g.tel.StartClient(ctx, trace.Upstream{Transport: u.spec.Transport(), URL: url})
+	res, err := g.forward(cctx, c, u, g.upstreamMeta(cctx, c.meta))
+	result := trace.Result{Value: res, Err: err, Duration: time.Since(start)}
+	if err != nil {
+		code := mcp.INTERNAL_ERROR
+		var rpcErr *RPCError
+		if errors.As(err, &rpcErr) {
+			code = rpcErr.Code
+		}
+		result.Code = code
+		clientSpan.EndError(code, err)
+		toolSpan.EndError(code, err)
+		g.hooks.AfterCall(ctx, hc, result)
+		return g.failureResult(ctx, c, err)
+	}
+	result.IsError = res.IsError
+	if g.tel.RecordContent() {
+		toolSpan.SetResult(res)
+	}
+	clientSpan.EndResult(res.IsError)
+	toolSpan.EndResult(res.IsError)
+	g.hooks.AfterCall(ctx, hc, result)
+	return res, nil
+}
+
+// recordable returns the arguments for a span only when content recording
+// is on; otherwise nothing is kept.
+func recordable(tel *trace.Telemetry, args json.RawMessage) any {
+	if !tel.RecordContent() || args == nil {
+		return nil
+	}
+	return args
+}
