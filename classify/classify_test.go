@@ -442,7 +442,7 @@ func BenchmarkClassify(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	servers, tools := tools10k(b)
+	servers, tools := manyTools(b, 10_000)
 	for b.Loop() {
 		for i, t := range tools {
 			c.Classify(servers[i], t)

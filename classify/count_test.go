@@ -205,12 +205,11 @@ func TestCacheStaysBounded(t *testing.T) {
 }
 
 func TestCountAll(t *testing.T) {
-	_, tools := tools10k(t)
-	tools = tools[:500]
-	c := newBPE(t)
+	_, tools := manyTools(t, 300)
+	c, fresh := newBPE(t), newBPE(t)
 	serial := make([]int, len(tools))
 	for i, tool := range tools {
-		serial[i] = newBPE(t).Count(tool)
+		serial[i] = fresh.Count(tool)
 	}
 	for pass := range 2 { // cold, then from the cache
 		if got := CountAll(c, tools); !slices.Equal(got, serial) {
@@ -233,7 +232,7 @@ func TestChunkedCountRandom(t *testing.T) {
 		"/", ":", ",", "{", "}", "é", "É", "ǅ", "ʰ", "\u0301", "中", "٣", "\u00a0", "!", "-"}
 	rng := rand.New(rand.NewPCG(1, 2))
 	c := newBPE(t)
-	for range 3000 {
+	for range 1000 {
 		var b strings.Builder
 		for range rng.IntN(24) {
 			b.WriteString(alphabet[rng.IntN(len(alphabet))])

@@ -166,13 +166,15 @@ func (d Decision) Deferred(v Verdict) bool {
 // num formats a setting like a threshold without trailing zeros: 10, 2.5.
 func num(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
-// pct formats a measured percentage: one decimal, two below 1%, so a small
-// catalog does not read as 0.0% or get rounded up to 0.1%.
+// pct formats a measured percentage: one decimal, two between 0 and 1%, so
+// a small catalog does not read as 0.0% or get rounded up to 0.1%.
 func pct(f float64) string {
 	switch {
+	case f == 0:
+		return "0"
 	case f > 0 && f < 0.01:
 		return "<0.01"
-	case f < 1:
+	case f > 0 && f < 1:
 		return strconv.FormatFloat(f, 'f', 2, 64)
 	}
 	return strconv.FormatFloat(f, 'f', 1, 64)

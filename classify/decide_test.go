@@ -217,3 +217,12 @@ func TestCommas(t *testing.T) {
 		}
 	}
 }
+
+func TestPct(t *testing.T) {
+	for f, want := range map[float64]string{0: "0", 0.001: "<0.01", 0.05: "0.05", 0.994: "0.99", 6.8935: "6.9",
+		10: "10.0", 84.93: "84.9", -5.26: "-5.3", 100: "100.0"} {
+		if got := pct(f); got != want {
+			t.Errorf("pct(%v) = %q, want %q", f, got, want)
+		}
+	}
+}
