@@ -23,11 +23,20 @@ import (
 //	                                     an empty value is an empty list)
 //
 // TOOLBRIDGE_AUTH_TOKEN is a short alias of TOOLBRIDGE_SERVE__AUTH_TOKEN; if
-// both are set the long form wins. TOOLBRIDGE_CONFIG names the config file
-// (see LoadOptions.Path). Any other variable starting with TOOLBRIDGE_ is an
-// error, so a typo cannot silently do nothing.
+// both are set the long form wins. The variables in envAllowed are not
+// settings and are left alone. Any other variable starting with TOOLBRIDGE_
+// is an error, so a typo cannot silently do nothing.
 
 const envPrefix = "TOOLBRIDGE_"
+
+// envAllowed are the TOOLBRIDGE_* variables that are not config keys.
+var envAllowed = []string{
+	EnvConfigPath,           // the config file, see LoadOptions.Path
+	"TOOLBRIDGE_HOOK_EVENT", // set for hook commands, which may run toolbridge
+	"TOOLBRIDGE_SERVER",     // set for hook commands
+	"TOOLBRIDGE_TOOL",       // set for hook commands
+	"TOOLBRIDGE_TEST_CACHE", // the test suite's cache directory
+}
 
 // envAuthTokenAlias is the short form of TOOLBRIDGE_SERVE__AUTH_TOKEN.
 const envAuthTokenAlias = "TOOLBRIDGE_AUTH_TOKEN"
@@ -86,7 +95,9 @@ func loadEnv(environ []string, root reflect.Value, prov provenance) []error {
 	for _, s := range settings {
 		suffixes = append(suffixes, strings.TrimPrefix(s.name, envPrefix))
 	}
-	suffixes = append(suffixes, strings.TrimPrefix(EnvConfigPath, envPrefix))
+	for _, name := range envAllowed {
+		suffixes = append(suffixes, strings.TrimPrefix(name, envPrefix))
+	}
 
 	var errs []error
 	for _, s := range settings {
@@ -97,11 +108,13 @@ func loadEnv(environ []string, root reflect.Value, prov provenance) []error {
 		delete(vars, s.name)
 		errs = append(errs, setLeaf(s, v.(string), root, prov)...)
 	}
-	delete(vars, EnvConfigPath)
+	for _, name := range envAllowed {
+		delete(vars, name)
+	}
 	for _, name := range sortedKeys(vars) {
 		suffix := strings.TrimPrefix(name, envPrefix)
 		hint := ""
-		if s := suggest(suffix, suffixes); s != "" {
+		if s := suggestEnv(suffix, suffixes); s != "" {
 			hint = " (did you mean " + envPrefix + s + "?)"
 		}
 		for _, fileOnly := range []string{"MCPSERVERS", "TOOLS", "HOOKS"} {
@@ -112,6 +125,24 @@ func loadEnv(environ []string, root reflect.Value, prov provenance) []error {
 		errs = append(errs, &Error{Source: name, Msg: "not a toolbridge setting" + hint})
 	}
 	return errs
+}
+
+// suggestEnv guesses the variable meant by suffix (the name without
+// TOOLBRIDGE_). A name that ends one of the candidates wins first, since the
+// usual slip is leaving out the section: TOKEN for AUTH_TOKEN, LISTEN for
+// SERVE__LISTEN.
+func suggestEnv(suffix string, candidates []string) string {
+	best := ""
+	up := strings.ToUpper(suffix)
+	for _, c := range candidates {
+		if up != "" && strings.HasSuffix(c, "_"+up) && (best == "" || len(c) < len(best)) {
+			best = c
+		}
+	}
+	if best != "" {
+		return best
+	}
+	return suggest(suffix, candidates)
 }
 
 // setLeaf decodes one environment or flag value onto its key, with the

@@ -88,6 +88,7 @@ func TestEnvironment(t *testing.T) {
 		{"long form beats alias", []string{"TOOLBRIDGE_SERVE__AUTH_TOKEN=long", "TOOLBRIDGE_AUTH_TOKEN=short"}, func(c *Config) bool { return c.Serve.AuthToken == "long" }},
 		{"no expansion of env values", []string{"TOOLBRIDGE_AUDIT__FILE=${HOME}/a", "HOME=/h"}, func(c *Config) bool { return c.Audit.File == "${HOME}/a" }},
 		{"other variables ignored", []string{"toolbridge_mode=on", "XTOOLBRIDGE_MODE=on", "PATH=/bin"}, func(c *Config) bool { return c.Mode == ModeAuto }},
+		{"allowed non-settings", []string{"TOOLBRIDGE_HOOK_EVENT=before", "TOOLBRIDGE_SERVER=s", "TOOLBRIDGE_TOOL=t", "TOOLBRIDGE_TEST_CACHE=/tmp/c"}, func(c *Config) bool { return c.Mode == ModeAuto }},
 		{"later entry wins", []string{"TOOLBRIDGE_MODE=on", "TOOLBRIDGE_MODE=off"}, func(c *Config) bool { return c.Mode == ModeOff }},
 	}
 	for _, tt := range tests {
@@ -131,6 +132,7 @@ func TestEnvironmentErrors(t *testing.T) {
 		{"single underscore nesting", []string{"TOOLBRIDGE_SERVE_LISTEN=:80"}, []string{"TOOLBRIDGE_SERVE_LISTEN: not a toolbridge setting (did you mean TOOLBRIDGE_SERVE__LISTEN?)"}},
 		{"lower case", []string{"TOOLBRIDGE_mode=on"}, []string{"TOOLBRIDGE_mode: not a toolbridge setting (did you mean TOOLBRIDGE_MODE?)"}},
 		{"servers are not settable", []string{"TOOLBRIDGE_MCPSERVERS=x"}, []string{"TOOLBRIDGE_MCPSERVERS: not a toolbridge setting (mcpServers, tools and hooks are set in the config file)"}},
+		{"section left out", []string{"TOOLBRIDGE_TOKEN=x"}, []string{"TOOLBRIDGE_TOKEN: not a toolbridge setting (did you mean TOOLBRIDGE_AUTH_TOKEN?)"}},
 		{"config typo", []string{"TOOLBRIDGE_CONFG=x.yaml"}, []string{"TOOLBRIDGE_CONFG: not a toolbridge setting (did you mean TOOLBRIDGE_CONFIG?)"}},
 		{"nothing close", []string{"TOOLBRIDGE_QQQQQQQQ=1"}, []string{"TOOLBRIDGE_QQQQQQQQ: not a toolbridge setting"}},
 		{"bad number", []string{"TOOLBRIDGE_THRESHOLD_PCT=ten"}, []string{`TOOLBRIDGE_THRESHOLD_PCT: threshold_pct: expected a number, got "ten"`}},
