@@ -2,6 +2,7 @@ package classify
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -59,7 +60,8 @@ type Decision struct {
 // Decide makes the activation decision for a catalog. It is pure and does
 // no tokenizing (Entry carries the counts), so the gateway can call it on
 // every catalog change. A nil cfg means config.Default(); a ContextWindow
-// of 0 or less means the default window, a negative ThresholdPct means 0.
+// of 0 or less means the default window; a negative ThresholdPct means 0,
+// a NaN one the default.
 //
 // Modes:
 //   - off: never bridge.
@@ -87,6 +89,9 @@ func Decide(cfg *config.Config, entries []Entry) Decision {
 		MinTokens:     max(cfg.MinTokens, 0),
 		ThresholdPct:  max(cfg.ThresholdPct, 0),
 	}
+	if math.IsNaN(d.ThresholdPct) {
+		d.ThresholdPct = config.Default().ThresholdPct
+	}
 	if d.Mode != config.ModeOn && d.Mode != config.ModeOff {
 		d.Mode = config.ModeAuto
 	}
@@ -109,7 +114,7 @@ func Decide(cfg *config.Config, entries []Entry) Decision {
 	}
 	d.Pct = float64(d.DeferrableTokens) * 100 / float64(d.ContextWindow)
 
-	summary := fmt.Sprintf("%s deferrable tools, %s tokens", commas(d.DeferrableTools), commas(d.DeferrableTokens))
+	summary := plural(d.DeferrableTools, "deferrable tool") + ", " + plural(d.DeferrableTokens, "token")
 	switch {
 	case d.Mode == config.ModeOff:
 		d.Reason = "off: pass-through (" + summary + ", all visible)"
@@ -129,8 +134,8 @@ func Decide(cfg *config.Config, entries []Entry) Decision {
 		// Rounding would print "10.0% < threshold 10%"; show every digit.
 		shown = num(d.Pct)
 	}
-	head := fmt.Sprintf("auto: deferrable schemas %s tokens = %s%% of %s",
-		commas(d.DeferrableTokens), shown, commas(d.ContextWindow))
+	head := fmt.Sprintf("auto: deferrable schemas %s = %s%% of %s",
+		plural(d.DeferrableTokens, "token"), shown, commas(d.ContextWindow))
 	byMin := d.MinTokens > 0 && d.DeferrableTokens >= d.MinTokens
 	var cmp string
 	switch {
@@ -150,7 +155,7 @@ func Decide(cfg *config.Config, entries []Entry) Decision {
 		d.Reason = head + cmp + " -> bridge"
 	case d.AlwaysTools > 0:
 		d.Bridge = true
-		d.Reason = head + cmp + fmt.Sprintf(" -> bridge for %s defer: always tools only", commas(d.AlwaysTools))
+		d.Reason = head + cmp + " -> bridge for " + plural(d.AlwaysTools, "defer: always tool") + " only"
 	default:
 		d.Reason = head + cmp + " -> pass-through"
 	}

@@ -1,6 +1,7 @@
 package classify
 
 import (
+	"math"
 	"testing"
 
 	"github.com/toolbridge/toolbridge/config"
@@ -92,7 +93,7 @@ func TestDecide(t *testing.T) {
 			edit:    func(c *config.Config) { c.ThresholdPct = 0 },
 			entries: []Entry{entry(vAuto, 1)},
 			want: Decision{Mode: config.ModeAuto, Bridge: true, DeferAuto: true, DeferrableTokens: 1, TotalTokens: 1,
-				Reason: "auto: deferrable schemas 1 tokens = <0.01% of 200,000 >= threshold 0% -> bridge"},
+				Reason: "auto: deferrable schemas 1 token = <0.01% of 200,000 >= threshold 0% -> bridge"},
 			deferred: [4]bool{false, true, true, false},
 		},
 		{
@@ -105,7 +106,7 @@ func TestDecide(t *testing.T) {
 			name:    "auto: defer always tools bridge below the threshold, alone",
 			entries: []Entry{entry(vAlways, 1_000), entry(vAuto, 2_000), entry(vCore, 10)},
 			want: Decision{Mode: config.ModeAuto, Bridge: true, DeferrableTokens: 3_000, TotalTokens: 3_010,
-				Reason: "auto: deferrable schemas 3,000 tokens = 1.5% of 200,000 < threshold 10% -> bridge for 1 defer: always tools only"},
+				Reason: "auto: deferrable schemas 3,000 tokens = 1.5% of 200,000 < threshold 10% -> bridge for 1 defer: always tool only"},
 			deferred: [4]bool{false, false, true, false},
 		},
 		{
@@ -136,7 +137,7 @@ func TestDecide(t *testing.T) {
 			edit:    func(c *config.Config) { c.Mode = config.ModeOn },
 			entries: []Entry{entry(vAuto, 10), entry(vCore, 10_000)},
 			want: Decision{Mode: config.ModeOn, Bridge: true, DeferAuto: true, DeferrableTokens: 10, TotalTokens: 10_010,
-				Reason: "on: 1 deferrable tools, 10 tokens -> bridge"},
+				Reason: "on: 1 deferrable tool, 10 tokens -> bridge"},
 			deferred: [4]bool{false, true, true, false},
 		},
 		{
@@ -224,5 +225,13 @@ func TestPct(t *testing.T) {
 		if got := pct(f); got != want {
 			t.Errorf("pct(%v) = %q, want %q", f, got, want)
 		}
+	}
+}
+
+func TestDecideNaNThreshold(t *testing.T) {
+	cfg := config.Default()
+	cfg.ThresholdPct = math.NaN()
+	if d := Decide(&cfg, []Entry{entry(vAuto, 20_000)}); d.ThresholdPct != 10 || !d.Bridge {
+		t.Errorf("Decide = %+v, want the default threshold 10 and a bridge", d)
 	}
 }

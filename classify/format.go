@@ -21,3 +21,11 @@ func commas(n int) string {
 	}
 	return string(out)
 }
+
+// plural formats a count with its noun: "1 tool", "17,312 tokens".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return commas(n) + " " + noun + "s"
+}
