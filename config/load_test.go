@@ -497,6 +497,8 @@ func TestMoreBrokenInput(t *testing.T) {
 		{"bad header name", "c.json", `{"mcpServers": {"s": {"url": "https://x.example/", "headers": {"Bad Header": "b"}}}}`, []string{`: mcpServers.s.headers["Bad Header"]: invalid HTTP header name`}},
 		{"server not an object", "c.json", `{"mcpServers": {"s": "npx foo"}}`, []string{`: mcpServers.s: expected an object, got "npx foo"`}},
 		{"null in list", "c.json", `{"core_tools": ["bash", null]}`, []string{`: core_tools[1]: expected a string, got null`}},
+		{"tool rule without match", "c.yaml", "tools: [{class: core}]\n", []string{`: tools[0].match: missing: want a glob on "server::tool" such as "github::*"`}},
+		{"long value cut", "c.yaml", "tokenizer: " + strings.Repeat("x", 100) + "\n", []string{`: tokenizer: invalid value "` + strings.Repeat("x", 60) + `"...: want o200k_base or estimate`}},
 		{"tool rule without class", "c.yaml", "tools: [{match: \"a::*\"}]\n", []string{`: tools[0].class: missing: want core, deferrable or unknown`}},
 		{"hook without command", "c.yaml", "hooks: [{match: \"*\"}]\n", []string{`: hooks[0].command: missing: a hook needs a command to run`}},
 		{"empty prefix", "c.yaml", "deferrable_prefixes: [\"\"]\n", []string{`: deferrable_prefixes[0]: must not be empty`}},
@@ -579,5 +581,15 @@ func BenchmarkLoad(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+func TestEffectiveTimeouts(t *testing.T) {
+	c := Default()
+	if got := c.EffectiveConnectTimeout(Server{}); got != c.Timeouts.Connect {
+		t.Errorf("connect timeout without override = %v", got)
+	}
+	if got := c.EffectiveCallTimeout(Server{CallTimeout: time.Second}); got != time.Second {
+		t.Errorf("call timeout with override = %v", got)
 	}
 }
