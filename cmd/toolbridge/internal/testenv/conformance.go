@@ -173,16 +173,17 @@ func RunConformance(ctx context.Context, env *NPMEnv, url, scenario string) (Sce
 // readChecks loads the checks.json the CLI writes under
 // DIR/server-SCENARIO-<timestamp>/.
 func readChecks(outDir, scenario string) ([]Check, error) {
-	matches, err := filepath.Glob(filepath.Join(outDir, "server-"+scenario+"-*", "checks.json"))
+	dirs, err := scenarioDirs(outDir)
 	if err != nil {
-		return nil, fmt.Errorf("globbing for checks.json: %w", err)
+		return nil, err
 	}
-	if len(matches) != 1 {
-		return nil, fmt.Errorf("finding checks.json under %s: found %d, want 1", outDir, len(matches))
+	dir, ok := dirs[scenario]
+	if !ok || len(dirs) != 1 {
+		return nil, fmt.Errorf("finding checks.json under %s: want exactly one result directory, for %s; found %d", outDir, scenario, len(dirs))
 	}
-	data, err := os.ReadFile(matches[0])
+	data, err := os.ReadFile(filepath.Join(dir, "checks.json"))
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", matches[0], err)
+		return nil, fmt.Errorf("reading checks.json of %s: %w", scenario, err)
 	}
 	return parseChecks(data)
 }
