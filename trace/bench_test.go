@@ -2,7 +2,9 @@ package trace_test
 
 import (
 	"context"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolbridge/toolbridge/config"
 	"github.com/toolbridge/toolbridge/trace"
@@ -45,17 +47,19 @@ func BenchmarkToolCallSpans(b *testing.B) {
 		defer mp.Shutdown(ctx)
 		benchCalls(b, trace.New(tp, mp), exp.Reset)
 	})
-	b.Run("otlp-unreachable", func(b *testing.B) {
-		env := []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + closedEndpoint(b), "OTEL_EXPORTER_OTLP_PROTOCOL=grpc"}
-		tel, err := trace.Setup(ctx, config.Telemetry{Exporter: config.ExporterOTLP}, env, trace.WithLogger(discard()))
-		if err != nil {
-			b.Fatal(err)
-		}
-		benchCalls(b, tel, nil)
-		sctx, cancel := context.WithTimeout(ctx, 100e6)
-		defer cancel()
-		_ = tel.Shutdown(sctx)
-	})
+	for _, proto := range []string{trace.ProtocolGRPC, trace.ProtocolHTTPProtobuf} {
+		b.Run("otlp-unreachable-"+strings.ReplaceAll(proto, "/", "-"), func(b *testing.B) {
+			env := []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + closedEndpoint(b), "OTEL_EXPORTER_OTLP_PROTOCOL=" + proto}
+			tel, err := trace.Setup(ctx, config.Telemetry{Exporter: config.ExporterOTLP}, env, trace.WithLogger(discard()))
+			if err != nil {
+				b.Fatal(err)
+			}
+			benchCalls(b, tel, nil)
+			sctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+			defer cancel()
+			_ = tel.Shutdown(sctx)
+		})
+	}
 }
 
 // benchCalls times fullCall with a client that sends a traceparent;

@@ -2,6 +2,7 @@ package trace
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -49,25 +50,65 @@ func (r *errorReporter) report(signal string, err error) {
 // abortable derives a context from ctx that also ends when abort does.
 func abortable(ctx, abort context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(ctx)
+	if abort.Err() != nil {
+		// AfterFunc would cancel too, but from another goroutine, later.
+		cancel()
+	}
 	stop := context.AfterFunc(abort, cancel)
 	return ctx, func() { stop(); cancel() }
 }
 
+// Backoff of the span export circuit breaker.
+const (
+	breakerMin = time.Second
+	breakerMax = 30 * time.Second
+)
+
 // guardedSpanExporter cancels exports when the Telemetry is shut down past
 // its deadline and reports failures instead of returning them.
+//
+// It is also a circuit breaker: after a failed export it drops batches
+// without trying (1 s, doubling to 30 s while failures go on). Without it
+// an exporter that fails fast (OTLP/HTTP to a closed port is not retried)
+// would convert and send every batch the moment it fills, burning the CPU
+// the tool calls need on a collector that is not there.
 type guardedSpanExporter struct {
 	next   sdktrace.SpanExporter
 	abort  context.Context
 	report *errorReporter
+
+	mu      sync.Mutex
+	until   time.Time     // drop batches until then
+	backoff time.Duration // the last pause; 0 when healthy
+	dropped int           // spans dropped by the open breaker
 }
 
-// ExportSpans exports through the wrapped exporter.
+// ExportSpans exports through the wrapped exporter unless the breaker is
+// open.
 func (g *guardedSpanExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+	g.mu.Lock()
+	if time.Now().Before(g.until) {
+		g.dropped += len(spans)
+		g.mu.Unlock()
+		return nil
+	}
+	g.mu.Unlock()
+
 	ctx, done := abortable(ctx, g.abort)
 	defer done()
-	if err := g.next.ExportSpans(ctx, spans); err != nil {
-		g.report.report("traces", err)
+	err := g.next.ExportSpans(ctx, spans)
+
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err == nil {
+		g.backoff, g.until = 0, time.Time{}
+		return nil
 	}
+	g.backoff = min(max(2*g.backoff, breakerMin), breakerMax)
+	g.until = time.Now().Add(g.backoff)
+	dropped := g.dropped
+	g.dropped = 0
+	g.report.report("traces", fmt.Errorf("%w (%d spans dropped unsent since the last failure; next try in %s)", err, dropped, g.backoff))
 	return nil
 }
 

@@ -227,7 +227,7 @@ func TestGlobMatch(t *testing.T) {
 		{"github::*", "gitlab", "create_issue", false},
 		{"*::delete_*", "fs", "delete_file", true},
 		{"*::delete_*", "fs", "read_file", false},
-		{"delete_*", "fs", "delete_file", true},      // no "::": the tool name alone
+		{"delete_*", "fs", "delete_file", true},        // no "::": the tool name alone
 		{"delete_*", "delete_srv", "read_file", false}, // ... not the server
 		{"git?ub::create_issue", "github", "create_issue", true},
 		{"[gf]*::*", "fs", "x", true},
