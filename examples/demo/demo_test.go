@@ -345,3 +345,29 @@ func containsAny(s string, subs []string) bool {
 	}
 	return false
 }
+
+// TestHandlerContainsBugs checks that a panicking or result-less handler
+// becomes an isError result, not a crash or a protocol error.
+func TestHandlerContainsBugs(t *testing.T) {
+	tests := []struct {
+		name string
+		run  handlerFunc
+		want string
+	}{
+		{"panic", func(context.Context, args) (*mcp.CallToolResult, error) { panic("boom") }, "broken: internal error: boom"},
+		{"nil result", func(context.Context, args) (*mcp.CallToolResult, error) { return nil, nil }, "broken: internal error: no result"},
+		{"error", func(context.Context, args) (*mcp.CallToolResult, error) { return nil, fmt.Errorf("bad input") }, "bad input"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			td := toolDef{newTool("broken", "A tool that misbehaves on purpose."), tt.run}
+			res, err := td.handler()(context.Background(), mcp.CallToolRequest{})
+			if err != nil {
+				t.Fatalf("protocol error %v, want an isError result", err)
+			}
+			if !res.IsError || textOf(res) != tt.want {
+				t.Errorf("got isError=%v %q, want %q", res.IsError, textOf(res), tt.want)
+			}
+		})
+	}
+}

@@ -11,7 +11,7 @@ import (
 // Bounds of evaluate_expression: input length and nesting depth keep the
 // recursive-descent parser's work and stack small.
 const (
-	maxExprBytes = 1000
+	maxExprChars = 1000
 	maxExprDepth = 64
 )
 
@@ -64,8 +64,8 @@ func exprConst(name string) (float64, bool) {
 // exprFunc. It never executes code: it is a plain recursive-descent parser
 // over a fixed grammar.
 func evalExpr(src string) (float64, error) {
-	if len(src) > maxExprBytes {
-		return 0, fmt.Errorf("expression is too long: %d bytes, the limit is %d", len(src), maxExprBytes)
+	if n := utf8.RuneCountInString(src); n > maxExprChars {
+		return 0, fmt.Errorf("expression is too long: %d characters, the limit is %d", n, maxExprChars)
 	}
 	toks, err := lex(src)
 	if err != nil {

@@ -134,7 +134,7 @@ func mathTools() []toolDef {
 		), sqrt},
 		{newTool("evaluate_expression",
 			"Evaluate an arithmetic expression safely (no code is run): numbers, + - * / % ^ (power), parentheses, unary minus, the constants pi and e and the functions sqrt, abs, ln, log, log2, exp, sin, cos, tan, floor, ceil, round. Example: \"(2 + 3) * 4 ^ 2 / sqrt(16)\".",
-			mcp.WithString("expression", mcp.Required(), mcp.Description("The expression, up to 1000 characters, e.g. \"2 * (3 + 4) - 5^2\"."), mcp.MinLength(1), mcp.MaxLength(maxExprBytes)),
+			mcp.WithString("expression", mcp.Required(), mcp.Description("The expression, up to 1000 characters, e.g. \"2 * (3 + 4) - 5^2\"."), mcp.MinLength(1), mcp.MaxLength(maxExprChars)),
 			mcp.WithOutputSchema[expressionResult](), readOnly(),
 		), evaluateExpression},
 		{newTool("statistics",

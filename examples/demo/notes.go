@@ -77,7 +77,7 @@ func notesTools(now clock) []toolDef {
 	return []toolDef{
 		{newTool("create_note",
 			"Create a new note with a title, optional body text and optional tags. Returns the stored note with its generated id (e.g. \"n1\").",
-			mcp.WithString("title", mcp.Required(), mcp.Description("One-line title of the note, up to 200 bytes."), mcp.MaxLength(maxTitleBytes)),
+			mcp.WithString("title", mcp.Required(), mcp.Description("One-line title of the note, up to 200 characters."), mcp.MaxLength(maxTitleChars)),
 			mcp.WithString("body", mcp.Description("The note's text (Markdown welcome), up to 64 KiB. Default empty.")),
 			mcp.WithArray("tags", mcp.Description(descTags), mcp.WithStringItems(), mcp.MaxItems(maxTagsPerNote)),
 			noteOut, mutating(false, false),
@@ -90,7 +90,7 @@ func notesTools(now clock) []toolDef {
 		{newTool("update_note",
 			"Replace a note's title and/or body. Give at least one of title and body; omitted fields keep their value. To add text at the end, use append_to_note.",
 			mcp.WithString("id", mcp.Required(), mcp.Description(descNoteID)),
-			mcp.WithString("title", mcp.Description("New one-line title, up to 200 bytes."), mcp.MaxLength(maxTitleBytes)),
+			mcp.WithString("title", mcp.Description("New one-line title, up to 200 characters."), mcp.MaxLength(maxTitleChars)),
 			mcp.WithString("body", mcp.Description("New body text, replacing the old one, up to 64 KiB.")),
 			noteOut, mutating(true, true),
 		), st.updateNote},

@@ -8,13 +8,14 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // Limits of the note store: the demo must stay small whatever a client
 // sends it.
 const (
 	maxNotes        = 10000
-	maxTitleBytes   = 200
+	maxTitleChars   = 200
 	maxNoteBytes    = 64 << 10
 	maxTagsPerNote  = 32
 	defaultNoteList = 20
@@ -74,8 +75,9 @@ func checkTitle(title string) error {
 	if strings.TrimSpace(title) == "" {
 		return fmt.Errorf("title must not be empty")
 	}
-	if len(title) > maxTitleBytes {
-		return fmt.Errorf("title is too long: %d bytes, the limit is %d", len(title), maxTitleBytes)
+	// Characters, not bytes: JSON Schema's maxLength counts characters.
+	if n := utf8.RuneCountInString(title); n > maxTitleChars {
+		return fmt.Errorf("title is too long: %d characters, the limit is %d", n, maxTitleChars)
 	}
 	if strings.ContainsAny(title, "\r\n") {
 		return fmt.Errorf("title must be a single line")

@@ -20,7 +20,7 @@ import (
 
 // Bounds of the text tools.
 const (
-	maxPatternBytes    = 1000
+	maxPatternChars    = 1000
 	maxRegexMatches    = 1000
 	maxLevenshteinLen  = 2000 // runes per side: at most 4M cells of work
 	maxResultTextBytes = 4 << 20
@@ -156,7 +156,7 @@ func textTools() []toolDef {
 		), findReplace},
 		{newTool("regex_match",
 			"Find matches of a regular expression (Go RE2 syntax, linear time) in a text, with byte offsets and capture groups.",
-			mcp.WithString("pattern", mcp.Required(), mcp.Description("The regular expression, up to 1000 bytes, e.g. \"(\\\\d{4})-(\\\\d{2})\"."), mcp.MinLength(1), mcp.MaxLength(maxPatternBytes)),
+			mcp.WithString("pattern", mcp.Required(), mcp.Description("The regular expression, up to 1000 characters, e.g. \"(\\\\d{4})-(\\\\d{2})\"."), mcp.MinLength(1), mcp.MaxLength(maxPatternChars)),
 			mcp.WithString("text", mcp.Required(), mcp.Description(descText)),
 			mcp.WithInteger("max_matches", mcp.Description("Maximum matches to return, 1-1000 (default 20)."), mcp.Min(1), mcp.Max(maxRegexMatches), mcp.DefaultNumber(20)),
 			mcp.WithBoolean("case_insensitive", mcp.Description("Ignore case (default false); same as starting the pattern with (?i)."), mcp.DefaultBool(false)),
@@ -414,8 +414,8 @@ func regexMatchTool(_ context.Context, a args) (*mcp.CallToolResult, error) {
 	if pat == "" {
 		return nil, fmt.Errorf("argument \"pattern\" must not be empty")
 	}
-	if len(pat) > maxPatternBytes {
-		return nil, fmt.Errorf("argument \"pattern\" is too long: %d bytes, the limit is %d", len(pat), maxPatternBytes)
+	if n := utf8.RuneCountInString(pat); n > maxPatternChars {
+		return nil, fmt.Errorf("argument \"pattern\" is too long: %d characters, the limit is %d", n, maxPatternChars)
 	}
 	s, err := a.str("text")
 	if err != nil {
