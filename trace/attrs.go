@@ -50,6 +50,8 @@ const (
 	AttrSearchHits = "toolbridge.search.hits"
 	// AttrSearchQuery is the query text; only with record_content.
 	AttrSearchQuery = "toolbridge.search.query"
+	// AttrHookDeniedBy names the hook that denied a call.
+	AttrHookDeniedBy = "toolbridge.hook.denied_by"
 )
 
 // Well-known attribute values.

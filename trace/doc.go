@@ -56,12 +56,22 @@
 //	// Once the real tool is resolved (bridged or direct):
 //	ctx, tool := tel.StartTool(ctx, trace.ToolCall{Server: "github", Tool: "create_issue",
 //		Class: class, Via: trace.ViaToolCall, Arguments: args})
+//	// Hooks see the same real call; pass the tool span's ctx so the
+//	// audit line carries its trace id:
+//	call := trace.Call{Server: "github", Tool: "create_issue", Class: class, Via: trace.ViaToolCall, Arguments: args, SessionID: sid}
+//	if d, _ := hooks.BeforeCall(ctx, call); d.Deny {
+//		tool.SetDenied(d)
+//		tool.EndResult(true)
+//		hooks.AfterCall(ctx, call, trace.Result{Denied: true, Reason: d.Reason, Duration: time.Since(start)})
+//		return mcp.NewToolResultError(d.Reason), nil
+//	}
 //	// For the upstream request:
 //	ctx, up := tel.StartClient(ctx, trace.Upstream{Transport: srvCfg.UpstreamTransport(), URL: srvCfg.URL})
 //	upReq.Params.Meta.AdditionalFields = tel.Inject(ctx, upReq.Params.Meta.AdditionalFields)
 //	res, err := client.CallTool(ctx, upReq)
 //	up.SetResult(res); up.EndResult(res.IsError) // or up.EndError(code, err)
 //	tool.EndResult(res.IsError)
+//	hooks.AfterCall(ctx, call, trace.Result{Value: res, IsError: res.IsError, Duration: time.Since(start)})
 //
 // A disabled Telemetry (exporter none, Disabled, or a nil *Telemetry)
 // returns nil spans; every *Span method is a no-op on nil, so the handler

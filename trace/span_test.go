@@ -470,3 +470,16 @@ func TestHeaderParentAndLink(t *testing.T) {
 		t.Errorf("parent = %s links = %d, want the header parent and no link", sp.Parent().SpanID(), len(sp.Links()))
 	}
 }
+
+func TestSetDenied(t *testing.T) {
+	r := newRecorder(t, false)
+	_, s := r.tel.StartServer(context.Background(), Request{Method: MethodToolsCall, Target: "delete_repo"})
+	s.SetDenied(Decision{})                                                            // allow: nothing recorded
+	s.SetDenied(Decision{Deny: true, Hook: "command guard.sh", Reason: "no deleting"}) // deny
+	s.EndResult(true)
+	sp := r.spans.Ended()[0]
+	wantAttrs(t, "denied", attrs(sp), map[string]string{AttrHookDeniedBy: "command guard.sh", AttrErrorType: "tool_error"})
+	if ev := sp.Events(); len(ev) != 1 || ev[0].Attributes[0].Value.AsString() != "no deleting" {
+		t.Errorf("events = %+v, want one with the reason", ev)
+	}
+}

@@ -1,0 +1,13 @@
+package trace
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain fails the run if any test leaves a goroutine behind: an export
+// still retrying after Shutdown, a hook whose process was never reaped.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
