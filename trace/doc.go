@@ -78,9 +78,10 @@
 // has no branches. It still forwards the client's trace context: Extract
 // and Inject work without a tracer, so the gateway never breaks a trace it
 // does not record. Cost with exporter none, per tool call (server, tool
-// and client span, extract and inject): about 0.2 µs with no client trace
-// context, about 1 µs when the client sent a traceparent (run
-// BenchmarkToolCallSpans).
+// and client span, extract and inject): about 0.1 µs and no allocation
+// when the client sent no trace context, about 0.5 µs when it sent a
+// traceparent that is passed on; recording into the SDK costs 15-35 µs
+// (BenchmarkToolCallSpans, 2 shared cores).
 //
 // # Exporters and environment
 //

@@ -136,7 +136,7 @@ func (t *Telemetry) StartServer(ctx context.Context, r Request) (context.Context
 	if r.Target != "" {
 		name += " " + r.Target
 	}
-	attrs := make([]attribute.KeyValue, 0, 16)
+	attrs := make([]attribute.KeyValue, 0, 12)
 	attrs = append(attrs, str(AttrMCPMethodName, r.Method))
 	switch r.Method {
 	case MethodToolsCall:
@@ -158,8 +158,9 @@ func (t *Telemetry) StartServer(ctx context.Context, r Request) (context.Context
 	if isHTTPTransport(r.Transport) {
 		attrs = append(attrs, str(AttrNetworkProtocolName, "http"))
 	}
-	// Everything so far is low-cardinality: the histogram gets it too.
-	metricAttrs := append(make([]attribute.KeyValue, 0, len(attrs)+6), attrs...)
+	// Everything so far is low-cardinality: the histogram gets it too. It
+	// shares attrs' array; the capped slice keeps later appends apart.
+	metricAttrs := attrs[:len(attrs):len(attrs)]
 	if id := requestIDString(r.ID); id != "" {
 		attrs = append(attrs, str(AttrJSONRPCRequestID, id))
 	}
@@ -234,7 +235,7 @@ func (t *Telemetry) StartClient(ctx context.Context, u Upstream) (context.Contex
 	}
 	u.Method = cmp.Or(u.Method, MethodToolsCall)
 	name := u.Method
-	attrs := make([]attribute.KeyValue, 0, 16)
+	attrs := make([]attribute.KeyValue, 0, 14)
 	attrs = append(attrs, str(AttrMCPMethodName, u.Method))
 	if u.Method == MethodToolsCall {
 		if u.Tool != "" {
@@ -259,7 +260,7 @@ func (t *Telemetry) StartClient(ctx context.Context, u Upstream) (context.Contex
 		}
 	}
 	attrs = append(attrs, toolAttrs(u.Server, u.Class, u.Via)...)
-	metricAttrs := append(make([]attribute.KeyValue, 0, len(attrs)+2), attrs...)
+	metricAttrs := attrs[:len(attrs):len(attrs)] // see StartServer
 	if id := requestIDString(u.RequestID); id != "" {
 		attrs = append(attrs, str(AttrJSONRPCRequestID, id))
 	}
