@@ -3,6 +3,7 @@ package search
 import (
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 
@@ -14,60 +15,132 @@ import (
 // lowercasing, stop-word removal, Snowball English stemming and character
 // bigrams for CJK scripts.
 //
-// Stems are cached because Snowball costs about a microsecond per word and
-// the same vocabulary repeats across thousands of tools. Only indexing
-// writes the cache, so queries cannot grow it without bound.
+// Terms are cached by raw word because Snowball costs about a microsecond
+// per word and the same vocabulary repeats across thousands of tools. Only
+// indexing writes the shared cache, and at most maxCachedTerms entries, so
+// neither queries nor churn can grow it without bound.
 type analyzer struct {
-	stems sync.Map // lowercase word -> stem
+	cache  sync.Map // raw word part -> term, "" when the part is dropped
+	cached atomic.Int64
 }
 
-// stem returns the Snowball stem of a lowercase ASCII word; remember says
-// whether to cache a miss (true while indexing).
-func (a *analyzer) stem(w string, remember bool) string {
-	if v, ok := a.stems.Load(w); ok {
-		return v.(string)
+// maxCachedTerms bounds the shared term cache.
+const maxCachedTerms = 1 << 20
+
+// termCache is a lock-free cache private to one segment build, in front of
+// the shared one. Its keys may alias the text being analysed.
+type termCache map[string]string
+
+// term returns the index term of one raw word part, or "" when the part is
+// a stop word or too short. local may be nil (queries); remember says
+// whether to store a miss in the shared cache (true while indexing).
+func (a *analyzer) term(part string, local termCache, remember bool) string {
+	if t, ok := local[part]; ok {
+		return t
 	}
-	s := english.Stem(w, true)
-	if remember {
-		a.stems.Store(w, s)
+	var t string
+	if v, ok := a.cache.Load(part); ok {
+		t = v.(string)
+	} else {
+		t = normalizeTerm(part)
+		if remember {
+			// Clone so cached strings never pin a tool's whole description.
+			t = strings.Clone(t)
+			if a.cached.Load() < maxCachedTerms {
+				a.cached.Add(1)
+				a.cache.Store(strings.Clone(part), t)
+			}
+		}
 	}
-	return s
+	if local != nil {
+		local[part] = t
+	}
+	return t
 }
 
-// text appends the terms of free text s to dst. remember is passed to stem.
-func (a *analyzer) text(dst []string, s string, remember bool) []string {
-	forEachWord(s, func(word string, cjk bool) {
+// normalizeTerm lowercases, filters and stems one word part.
+func normalizeTerm(part string) string {
+	p := strings.ToLower(part)
+	if isStopWord(p) {
+		return ""
+	}
+	if utf8.RuneCountInString(p) < 2 && !isDigits(p) {
+		return ""
+	}
+	if isASCIILetters(p) {
+		p = english.Stem(p, true)
+	}
+	return p
+}
+
+// text appends the terms of free text s to dst. local and remember are
+// passed to term. It is forEachWord and eachPart unrolled into loops,
+// because it is the hot path of indexing.
+func (a *analyzer) text(dst []string, s string, local termCache, remember bool) []string {
+	for i := 0; i < len(s); {
+		r, size := decodeRune(s[i:])
+		if !isWordRune(r) {
+			i += size
+			continue
+		}
+		cjk, start := isCJK(r), i
+		for i < len(s) {
+			r, size = decodeRune(s[i:])
+			if !isWordRune(r) || isCJK(r) != cjk {
+				break
+			}
+			i += size
+		}
 		if cjk {
-			dst = appendCJK(dst, word)
-			return
+			dst = appendCJK(dst, s[start:i])
+		} else {
+			dst = a.appendWord(dst, s[start:i], local, remember)
 		}
-		parts := splitIdentifier(word)
-		for _, part := range parts {
-			dst = a.appendTerm(dst, part, remember)
-		}
-		if len(parts) > 1 {
-			// "GitHub", "YouTube", "PostgreSQL" are also written and asked
-			// for whole.
-			dst = a.appendTerm(dst, word, remember)
-		}
-	})
+	}
 	return dst
 }
 
-// appendTerm lowercases, filters and stems one word part.
-func (a *analyzer) appendTerm(dst []string, part string, remember bool) []string {
-	p := strings.ToLower(part)
-	if isStopWord(p) {
-		return dst
+// appendWord appends the terms of one word: its identifier parts and,
+// when it has several, the whole word ("GitHub", "YouTube", "PostgreSQL"
+// are also written and asked for whole).
+func (a *analyzer) appendWord(dst []string, word string, local termCache, remember bool) []string {
+	parts, start := 0, 0
+	var prev rune
+	emit := func(end int) {
+		parts++
+		if t := a.term(word[start:end], local, remember); t != "" {
+			dst = append(dst, t)
+		}
 	}
-	if utf8.RuneCountInString(p) < 2 && !isDigits(p) {
-		return dst
+	for i := 0; i < len(word); {
+		r, size := decodeRune(word[i:])
+		if i > 0 && isBoundary(prev, r, word[i+size:]) {
+			emit(i)
+			start = i
+		}
+		prev = r
+		i += size
 	}
-	if isASCIILetters(p) {
-		p = a.stem(p, remember)
+	emit(len(word))
+	if parts > 1 {
+		if t := a.term(word, local, remember); t != "" {
+			dst = append(dst, t)
+		}
 	}
-	return append(dst, p)
+	return dst
 }
+
+// decodeRune is utf8.DecodeRuneInString with an ASCII fast path small
+// enough to inline.
+func decodeRune(s string) (rune, int) {
+	if c := s[0]; c < utf8.RuneSelf {
+		return rune(c), 1
+	}
+	return decodeRuneSlow(s)
+}
+
+//go:noinline
+func decodeRuneSlow(s string) (rune, int) { return utf8.DecodeRuneInString(s) }
 
 // wholeForms appends the whole-identifier terms of a compound word such as
 // "create_issue" or "ChaDri.change_drink": the lowercase word and, when it
@@ -75,7 +148,7 @@ func (a *analyzer) appendTerm(dst []string, part string, remember bool) []string
 // their one part is already a term.
 func wholeForms(dst []string, word string) []string {
 	word = strings.Trim(word, trimSet)
-	if word == "" || len(splitIdentifier(word)) < 2 {
+	if word == "" || countParts(word) < 2 {
 		return dst
 	}
 	lw := strings.ToLower(word)
@@ -122,43 +195,102 @@ func forEachWord(s string, fn func(word string, cjk bool)) {
 // letters and digits ("get2fa" -> get, 2, fa).
 func splitIdentifier(word string) []string {
 	var parts []string
+	eachPart(word, func(p string) { parts = append(parts, p) })
+	return parts
+}
+
+// countParts returns len(splitIdentifier(word)) without allocating.
+func countParts(word string) int {
+	n := 0
+	eachPart(word, func(string) { n++ })
+	return n
+}
+
+// eachPart calls fn with each part splitIdentifier would return, without
+// allocating.
+func eachPart(word string, fn func(part string)) {
 	start := -1
 	var prev rune
-	flush := func(end int) {
-		if start >= 0 && end > start {
-			parts = append(parts, word[start:end])
-		}
-		start = -1
-	}
-	for i, r := range word {
+	for i := 0; i < len(word); {
+		r, size := decodeRune(word[i:])
 		if !isWordRune(r) {
-			flush(i)
+			if start >= 0 {
+				fn(word[start:i])
+				start = -1
+			}
 			prev = 0
+			i += size
 			continue
 		}
-		if start >= 0 && isBoundary(prev, r, word[i+utf8.RuneLen(r):]) {
-			flush(i)
+		if start >= 0 && isBoundary(prev, r, word[i+size:]) {
+			fn(word[start:i])
+			start = -1
 		}
 		if start < 0 {
 			start = i
 		}
 		prev = r
+		i += size
 	}
-	flush(len(word))
-	return parts
+	if start >= 0 {
+		fn(word[start:])
+	}
+}
+
+// Rune classes for identifier splitting.
+const (
+	classLower uint8 = 1 << iota
+	classUpper
+	classDigit
+)
+
+// asciiClasses is read-only after package initialisation.
+var asciiClasses = func() (t [utf8.RuneSelf]uint8) {
+	for c := 'a'; c <= 'z'; c++ {
+		t[c] = classLower
+	}
+	for c := 'A'; c <= 'Z'; c++ {
+		t[c] = classUpper
+	}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = classDigit
+	}
+	return t
+}()
+
+// classOf returns r's case and digit class.
+func classOf(r rune) uint8 {
+	if r < utf8.RuneSelf {
+		return asciiClasses[r]
+	}
+	return classOfSlow(r)
+}
+
+//go:noinline
+func classOfSlow(r rune) uint8 {
+	switch {
+	case unicode.IsDigit(r):
+		return classDigit
+	case unicode.IsUpper(r):
+		return classUpper
+	case unicode.IsLower(r):
+		return classLower
+	}
+	return 0
 }
 
 // isBoundary says whether a new identifier part starts at r, given the rune
 // before it and the text after it.
 func isBoundary(prev, r rune, rest string) bool {
+	pc, rc := classOf(prev), classOf(r)
 	switch {
-	case unicode.IsDigit(prev) != unicode.IsDigit(r):
+	case pc&classDigit != rc&classDigit:
 		return true
-	case unicode.IsLower(prev) && unicode.IsUpper(r):
+	case pc == classLower && rc == classUpper:
 		return true
-	case unicode.IsUpper(prev) && unicode.IsUpper(r):
-		next, _ := utf8.DecodeRuneInString(rest)
-		return unicode.IsLower(next)
+	case pc == classUpper && rc == classUpper && rest != "":
+		next, _ := decodeRune(rest)
+		return classOf(next) == classLower
 	}
 	return false
 }
@@ -177,21 +309,32 @@ func appendCJK(dst []string, run string) []string {
 		n++
 	}
 	if n == 1 {
-		dst = append(dst, run)
+		// Clone: the index must not keep the whole text alive.
+		dst = append(dst, strings.Clone(run))
 	}
 	return dst
 }
 
 // isWordRune reports letters, digits and combining marks.
 func isWordRune(r rune) bool {
+	if r < utf8.RuneSelf {
+		return asciiClasses[r] != 0
+	}
+	return isWordRuneSlow(r)
+}
+
+//go:noinline
+func isWordRuneSlow(r rune) bool {
 	return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r)
 }
 
 // isCJK reports the scripts written without spaces between words.
 func isCJK(r rune) bool {
-	if r < 0x2E80 {
-		return false
-	}
+	return r >= 0x2E80 && isCJKSlow(r)
+}
+
+//go:noinline
+func isCJKSlow(r rune) bool {
 	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul)
 }
 
@@ -202,6 +345,15 @@ func isDigits(s string) bool {
 		}
 	}
 	return s != ""
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 func isASCIILetters(s string) bool {

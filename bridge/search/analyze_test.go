@@ -55,7 +55,7 @@ func TestAnalyzerText(t *testing.T) {
 	a := &analyzer{}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := a.text(nil, tt.in, false); !slices.Equal(got, tt.want) {
+			if got := a.text(nil, tt.in, nil, false); !slices.Equal(got, tt.want) {
 				t.Errorf("text(%q) = %q, want %q", tt.in, got, tt.want)
 			}
 		})
@@ -83,12 +83,12 @@ func TestWholeForms(t *testing.T) {
 
 func TestAnalyzerCachesOnlyWhenIndexing(t *testing.T) {
 	a := &analyzer{}
-	a.text(nil, "searching", false)
-	if _, ok := a.stems.Load("searching"); ok {
+	a.text(nil, "searching", nil, false)
+	if _, ok := a.cache.Load("searching"); ok {
 		t.Fatal("a query stem was cached; queries must not grow the cache")
 	}
-	a.text(nil, "searching", true)
-	if v, ok := a.stems.Load("searching"); !ok || v != "search" {
+	a.text(nil, "searching", nil, true)
+	if v, ok := a.cache.Load("searching"); !ok || v != "search" {
 		t.Fatalf("indexing did not cache the stem: %v %v", v, ok)
 	}
 }

@@ -1,6 +1,8 @@
 package search
 
 import (
+	"math"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -27,6 +29,10 @@ type Index struct {
 	ids    map[string][]nameRef
 	nDocs  int
 	lenSum [numFields]float64
+	// norm[f][b] is field f's BM25F weight over its length normalisation
+	// for a document whose field length is in bucket b. It depends on the
+	// average field lengths, so link and unlink refresh it.
+	norm [numFields][math.MaxUint8 + 1]float64
 }
 
 // termEntry is one term's postings across segments.
@@ -82,6 +88,44 @@ func (ix *Index) Upsert(server string, docs []Document) {
 	}
 	ix.link(seg)
 	ix.renumber()
+	ix.updateNorms()
+}
+
+// UpsertAll replaces the tools of several servers at once, analysing them
+// in parallel (one goroutine per CPU) and taking the write lock once. It is
+// the fast path for indexing a whole catalog at start-up; servers not
+// named keep their tools, and an entry with no docs removes its server.
+func (ix *Index) UpsertAll(servers []ServerDocs) {
+	segs := make([]*segment, len(servers))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range min(runtime.GOMAXPROCS(0), len(servers)) {
+		wg.Go(func() {
+			for i := range next {
+				if len(servers[i].Docs) > 0 {
+					segs[i] = buildSegment(ix.an, servers[i].Server, servers[i].Docs)
+				}
+			}
+		})
+	}
+	for i := range servers {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	for i, sd := range servers {
+		if old := ix.segs[sd.Server]; old != nil {
+			ix.unlink(old)
+		}
+		if segs[i] != nil {
+			ix.link(segs[i])
+		}
+	}
+	ix.renumber()
+	ix.updateNorms()
 }
 
 // Remove drops every tool of server.
@@ -91,6 +135,7 @@ func (ix *Index) Remove(server string) {
 	if old := ix.segs[server]; old != nil {
 		ix.unlink(old)
 		ix.renumber()
+		ix.updateNorms()
 	}
 }
 
@@ -182,6 +227,21 @@ func (ix *Index) renumber() {
 	for _, s := range ix.order {
 		s.base = base
 		base += len(s.docs)
+	}
+}
+
+// updateNorms recomputes the length-normalisation table from the current
+// average field lengths. Caller holds mu.
+func (ix *Index) updateNorms() {
+	n := float64(ix.nDocs)
+	for f, fp := range ix.opts.Fields {
+		bLen := 0.0
+		if ix.lenSum[f] > 0 {
+			bLen = fp.B * n / ix.lenSum[f] // B / average length
+		}
+		for b, l := range bucketLengths {
+			ix.norm[f][b] = fp.Weight / (1 - fp.B + bLen*l)
+		}
 	}
 }
 

@@ -116,15 +116,17 @@ func (ix *Index) Resolve(name string) (id string, candidates []string) {
 	return "", candidates
 }
 
+// isOneWord reports a query without inner whitespace.
+func isOneWord(q string) bool {
+	q = cleanName(q)
+	return q != "" && strings.IndexFunc(q, unicode.IsSpace) < 0
+}
+
 // isIdentifierLike reports a query that is one word shaped like a tool
 // name ("creat_isue", "getWeather"): such a query is most likely a
 // misspelt name, so fuzzy name matching runs even when words matched.
 func isIdentifierLike(q string) bool {
-	q = cleanName(q)
-	if q == "" || strings.IndexFunc(q, unicode.IsSpace) >= 0 {
-		return false
-	}
-	return len(splitIdentifier(q)) > 1
+	return isOneWord(q) && countParts(cleanName(q)) > 1
 }
 
 // Fuzzy matching thresholds on the similarity in [0,1].
@@ -132,6 +134,9 @@ const (
 	fuzzyMinSim = 0.6  // listed in DidYouMean / Resolve candidates
 	fuzzyHitSim = 0.75 // also added to Search hits
 	maxFuzzyLen = 128  // longer queries are not tool names
+	// maxFuzzyEdits caps the edit distance searched: a third of the
+	// query's length, at most this.
+	maxFuzzyEdits = 3
 )
 
 // fuzzyCand is a tool whose name resembles the query.
@@ -152,26 +157,58 @@ func (ix *Index) fuzzyNames(q string) []fuzzyCand {
 		return nil
 	}
 	qr := []rune(q)
-	src := nameSource{ix: ix}
 	sims := make(map[int]float64)
-	for _, m := range fuzzy.FindFromNoSort(q, src) {
-		if name := []rune(src.String(m.Index)); len(qr) >= 3 && len(qr) < len(name) {
+	if len(qr) >= 3 {
+		// A byte-level subsequence test is a cheap necessary condition
+		// (names and q are lowercase); sahilm/fuzzy, whose per-rune case
+		// folding is slow, then judges only those candidates.
+		var cands []string
+		var docNos []int
+		for _, seg := range ix.order {
+			for d := range seg.docs {
+				if lname := seg.docs[d].lname; len(lname) > len(q) && isByteSubsequence(q, lname) {
+					cands = append(cands, lname)
+					docNos = append(docNos, seg.base+d)
+				}
+			}
+		}
+		for _, m := range fuzzy.FindNoSort(q, cands) {
 			// The shorter the unmatched rest of the name, the closer;
 			// scaled so a subsequence ranks under an edit-distance-1 match.
-			sims[m.Index] = 0.95 * float64(len(qr)) / float64(len(name))
+			if n := utf8.RuneCountInString(m.Str); len(qr) < n {
+				sims[docNos[m.Index]] = 0.95 * float64(len(qr)) / float64(n)
+			}
 		}
 	}
-	maxDist := len(qr) / 3
+	maxDist := min(len(qr)/3, maxFuzzyEdits)
+	asciiQ := len(qr) == len(q)
+	var rows [3][]int
+	var nr []rune
+	qb, nb := []byte(q), []byte(nil)
 	for _, seg := range ix.order {
 		for d := range seg.docs {
-			lname := seg.docs[d].lname
-			if diff := len(qr) - utf8.RuneCountInString(lname); diff > maxDist || -diff > maxDist {
+			info := &seg.docs[d]
+			n := len(info.lname)
+			if !info.ascii {
+				n = utf8.RuneCountInString(info.lname)
+			}
+			if diff := len(qr) - n; diff > maxDist || -diff > maxDist {
 				continue
 			}
-			name := []rune(lname)
-			if dist := osaDistance(qr, name, maxDist); dist <= maxDist {
+			var dist int
+			if asciiQ && info.ascii {
+				nb = append(nb[:0], info.lname...)
+				dist = osaDistance(qb, nb, maxDist, &rows)
+			} else {
+				nr = nr[:0]
+				for _, r := range info.lname {
+					nr = append(nr, r)
+				}
+				dist = osaDistance(qr, nr, maxDist, &rows)
+			}
+			if dist <= maxDist {
 				g := seg.base + d
-				sims[g] = max(sims[g], 1-float64(dist)/float64(max(len(qr), len(name))))
+				sims[g] = max(sims[g], 1-float64(dist)/float64(max(len(qr), n)))
 			}
 		}
 	}
@@ -200,20 +237,6 @@ func (ix *Index) fuzzyNames(q string) []fuzzyCand {
 	return out
 }
 
-// nameSource enumerates every tool's lowercase name in index-wide document
-// order, for sahilm/fuzzy. Caller holds mu (read).
-type nameSource struct{ ix *Index }
-
-func (s nameSource) Len() int { return s.ix.nDocs }
-
-func (s nameSource) String(g int) string {
-	seg, d := s.ix.locate(g)
-	if seg == nil {
-		return ""
-	}
-	return seg.docs[d].lname
-}
-
 // splitQualified splits a lowercase "server::tool", "mcp__server__tool" or
 // "server__tool" into tool and server; other names come back whole.
 func splitQualified(s string) (tool, server string) {
@@ -227,20 +250,48 @@ func splitQualified(s string) (tool, server string) {
 	return s, ""
 }
 
-// osaDistance is the optimal-string-alignment edit distance (insertions,
-// deletions, substitutions, adjacent transpositions), giving up with
-// maxDist+1 once every alignment exceeds maxDist.
-func osaDistance(a, b []rune, maxDist int) int {
-	prev2 := make([]int, len(b)+1)
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
+// isByteSubsequence reports whether the bytes of q appear in s in order.
+func isByteSubsequence(q, s string) bool {
+	i := 0
+	for j := 0; j < len(s) && i < len(q); j++ {
+		if s[j] == q[i] {
+			i++
+		}
 	}
+	return i == len(q)
+}
+
+// osaDistance is the optimal-string-alignment edit distance (insertions,
+// deletions, substitutions, adjacent transpositions) between a and b, or
+// maxDist+1 when it exceeds maxDist. It compares bytes for ASCII text and
+// runes otherwise. Only the diagonal band |i-j| <=
+// maxDist is computed, and rows holds reusable buffers, so a miss costs
+// O(len x maxDist) and no allocation.
+func osaDistance[T byte | rune](a, b []T, maxDist int, rows *[3][]int) int {
+	big := maxDist + 1
+	if d := len(a) - len(b); d > maxDist || -d > maxDist {
+		return big
+	}
+	n := len(b)
+	for k := range rows {
+		if cap(rows[k]) < n+2 {
+			rows[k] = make([]int, n+2)
+		}
+		rows[k] = rows[k][:n+2]
+	}
+	prev2, prev, cur := rows[0], rows[1], rows[2]
+	for j := 0; j <= n; j++ {
+		prev[j] = min(j, big)
+	}
+	prev[n+1] = big
 	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		rowMin := cur[0]
-		for j := 1; j <= len(b); j++ {
+		lo, hi := max(1, i-maxDist), min(n, i+maxDist)
+		cur[lo-1] = big
+		if lo == 1 {
+			cur[0] = min(i, big)
+		}
+		rowMin := cur[lo-1]
+		for j := lo; j <= hi; j++ {
 			cost := 1
 			if a[i-1] == b[j-1] {
 				cost = 0
@@ -249,13 +300,14 @@ func osaDistance(a, b []rune, maxDist int) int {
 			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
 				v = min(v, prev2[j-2]+1)
 			}
-			cur[j] = v
-			rowMin = min(rowMin, v)
+			cur[j] = min(v, big)
+			rowMin = min(rowMin, cur[j])
 		}
+		cur[hi+1] = big
 		if rowMin > maxDist {
-			return maxDist + 1
+			return big
 		}
 		prev2, prev, cur = prev, cur, prev2
 	}
-	return prev[len(b)]
+	return prev[n]
 }

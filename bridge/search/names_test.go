@@ -96,10 +96,16 @@ func TestOSADistance(t *testing.T) {
 		{"craete", "create", 2, 1}, // a transposition is one edit
 		{"abc", "xyz", 1, 2},       // gives up at max+1
 		{"", "abc", 5, 3},
+		{"abc", "", 5, 3},
 		{"héllo", "hello", 2, 1},
+		{"abcdef", "abcxyzdef", 2, 3}, // length gap over the band
+		{"ab", "ba", 0, 1},
+		{"kitten", "sitting", 3, 3},
+		{"kitten", "sitting", 2, 3},
 	}
 	for _, tt := range tests {
-		if got := osaDistance([]rune(tt.a), []rune(tt.b), tt.max); got != tt.want {
+		var rows [3][]int
+		if got := osaDistance([]rune(tt.a), []rune(tt.b), tt.max, &rows); got != tt.want {
 			t.Errorf("osaDistance(%q, %q, %d) = %d, want %d", tt.a, tt.b, tt.max, got, tt.want)
 		}
 	}

@@ -24,7 +24,7 @@ type queryGroup struct {
 
 // parseQuery analyses q into query groups, in first-occurrence order.
 func (ix *Index) parseQuery(q string) []queryGroup {
-	terms := ix.an.text(nil, q, false)
+	terms := ix.an.text(nil, q, nil, false)
 	for _, w := range strings.Fields(q) {
 		terms = wholeForms(terms, w)
 	}

@@ -85,7 +85,10 @@ func (ix *Index) Search(query string, limit int) Result {
 		bonus[g] = &scored{g: g, base: sc.acc[g], score: sc.acc[g] + ix.opts.ExactBonus, exact: true}
 	}
 	var dym []fuzzyCand
-	if len(bonus) == 0 && (best == 0 || isIdentifierLike(query)) {
+	// Fuzzy name matching is for one-word queries: a misspelt tool name,
+	// or a single word that matched nothing. Did-you-mean on a sentence
+	// helps no one and would scan every name.
+	if len(bonus) == 0 && isOneWord(query) && (best == 0 || isIdentifierLike(query)) {
 		dym = ix.fuzzyNames(query)
 		for _, c := range dym {
 			if c.sim < fuzzyHitSim {
@@ -114,14 +117,7 @@ func (ix *Index) Search(query string, limit int) Result {
 // Caller holds mu (read).
 func (ix *Index) accumulate(groups []queryGroup, sc *scratch) {
 	n := float64(ix.nDocs)
-	var w, bConst, bLen [numFields]float64
-	for f, fp := range ix.opts.Fields {
-		w[f] = fp.Weight
-		bConst[f] = 1 - fp.B
-		if ix.lenSum[f] > 0 {
-			bLen[f] = fp.B * n / ix.lenSum[f] // B / average length
-		}
-	}
+	norm := &ix.norm
 	k1 := ix.opts.K1
 	idf := func(t string) float64 {
 		df := 0.0
@@ -142,13 +138,13 @@ func (ix *Index) accumulate(groups []queryGroup, sc *scratch) {
 			}
 			wq := a.w * min(idf(a.term), maxIDF)
 			for _, sp := range e.lists {
-				base, docs := sp.seg.base, sp.seg.docs
+				base, meta := sp.seg.base, sp.seg.meta
 				for _, p := range sp.p {
-					lens := &docs[p.doc].lens
+					m := &meta[p.doc]
 					tfn := 0.0
 					for f, tf := range p.tf {
 						if tf != 0 {
-							tfn += w[f] * float64(tf) / (bConst[f] + bLen[f]*float64(lens[f]))
+							tfn += float64(tf) * norm[f][m.lenq[f]]
 						}
 					}
 					if tfn == 0 {
@@ -159,7 +155,7 @@ func (ix *Index) accumulate(groups []queryGroup, sc *scratch) {
 					if single {
 						if sc.acc[g] == 0 {
 							sc.touched = append(sc.touched, g)
-							sc.nameParts[g] = docs[p.doc].nameParts
+							sc.nameParts[g] = m.nameParts
 						}
 						sc.acc[g] += s
 						if p.namePart {
@@ -169,7 +165,7 @@ func (ix *Index) accumulate(groups []queryGroup, sc *scratch) {
 					}
 					if sc.group[g] == 0 {
 						sc.gtouched = append(sc.gtouched, g)
-						sc.nameParts[g] = docs[p.doc].nameParts
+						sc.nameParts[g] = m.nameParts
 					}
 					sc.group[g] = max(sc.group[g], s)
 					sc.groupName[g] = sc.groupName[g] || p.namePart

@@ -47,7 +47,7 @@ func buildSynonyms(a *analyzer) synonymTable {
 	for _, g := range synonymGroups {
 		stems := make([]string, 0, len(g))
 		for _, w := range g {
-			stems = a.text(stems, w, true)
+			stems = a.text(stems, w, nil, true)
 		}
 		for _, s := range stems {
 			for _, o := range stems {
