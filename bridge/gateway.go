@@ -108,6 +108,9 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	hooks.AddBeforeCallTool(g.noteRequestID)
 	hooks.AddBeforeCallTool(g.routeDeferred)
 	newRequestSpans(g).install(hooks)
+	subs := newSubscriptions(g)
+	hooks.AddAfterSubscribe(subs.subscribed)
+	hooks.AddAfterUnsubscribe(subs.unsubscribed)
 	hooks.AddOnUnregisterSession(func(ctx context.Context, s server.ClientSession) { g.revealed.forget(s.SessionID()) })
 	g.srv = server.NewMCPServer("toolbridge", Version,
 		server.WithHooks(hooks),
@@ -115,7 +118,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		server.WithToolHandlerMiddleware(g.traceToolCalls),
 		server.WithToolCapabilities(true),
 		server.WithPromptCapabilities(true),
-		server.WithResourceCapabilities(false, true),
+		server.WithResourceCapabilities(true, true),
 		server.WithLogging(),
 		server.WithCompletions(),
 		server.WithPromptCompletionProvider(completer{g}),

@@ -93,6 +93,15 @@ func (u *upstream) connect(ctx, life context.Context) error {
 		client.WithSamplingHandler(peer{u}),
 		client.WithElicitationHandler(peer{u}),
 		client.WithRootsHandler(peer{u}),
+		// Upstreams are spoken to in protocol 2025-11-25, the newest before
+		// 2026-07-28. The gateway sends its own requests on the transport
+		// (to keep schemas, arguments and results exactly as sent), and
+		// 2026-07-28 wants per-request _meta, mirrored headers and
+		// multi-round-trip input that only mcp-go's client methods add.
+		// Servers negotiate down, so this reaches every server we know of;
+		// one that speaks nothing older would fail to initialize, with an
+		// error naming the version.
+		client.WithLegacyProtocolOnly(),
 	}
 	c := client.NewClient(tr, opts...)
 	u.client = c
@@ -141,7 +150,10 @@ func (u *upstream) newTransport() (transport.Interface, error) {
 	case config.TransportSSE:
 		return transport.NewSSE(cfg.URL, transport.WithHeaders(cfg.Headers))
 	case config.TransportStreamableHTTP:
-		return transport.NewStreamableHTTP(cfg.URL, transport.WithHTTPHeaders(cfg.Headers))
+		// Continuous listening opens the standalone GET stream, where servers
+		// send requests and notifications not tied to one POST (mcp-go sends
+		// sampling requests there).
+		return transport.NewStreamableHTTP(cfg.URL, transport.WithHTTPHeaders(cfg.Headers), transport.WithContinuousListening())
 	}
 	return nil, fmt.Errorf("unknown transport %q", cfg.UpstreamTransport())
 }

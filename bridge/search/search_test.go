@@ -394,3 +394,44 @@ func TestCJKIsSearchable(t *testing.T) {
 		}
 	}
 }
+
+func TestUpsertAllEqualsUpserts(t *testing.T) {
+	cat, err := LoadCatalog("testdata/reference-servers/catalog.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bulk := New(Options{})
+	bulk.Upsert("stale", syntheticDocs(0, 5))
+	bulk.Upsert("github", syntheticDocs(1, 5)) // replaced by the bulk load
+	bulk.UpsertAll(append(cat, ServerDocs{Server: "stale"}))
+	one := refIndex(t, Options{})
+	if bulk.Len() != one.Len() || slices.Contains(bulk.Servers(), "stale") {
+		t.Fatalf("bulk: %d tools, servers %q; one by one: %d", bulk.Len(), bulk.Servers(), one.Len())
+	}
+	for _, q := range []string{"create issue", "read file", "creat_isue", "slack message", ""} {
+		a, b := bulk.Search(q, 10), one.Search(q, 10)
+		if !slices.EqualFunc(a.Hits, b.Hits, func(x, y Hit) bool { return x.ID == y.ID && abs(x.Score-y.Score) < 1e-9 }) {
+			t.Errorf("%q: bulk %q, one by one %q", q, hitIDs(a.Hits), hitIDs(b.Hits))
+		}
+	}
+	New(Options{}).UpsertAll(nil) // nothing to do is fine
+}
+
+func TestLengthBuckets(t *testing.T) {
+	prev := -1
+	for n := range 100000 {
+		b := int(lengthBucket(n))
+		if b < prev {
+			t.Fatalf("bucket(%d) = %d < bucket(%d) = %d", n, b, n-1, prev)
+		}
+		prev = b
+		if n < exactLenBuckets && bucketLengths[b] != float64(n) {
+			t.Fatalf("short length %d maps to %v", n, bucketLengths[b])
+		}
+		if n >= exactLenBuckets && n < 20000 {
+			if rel := bucketLengths[b] / float64(n); rel < 0.97 || rel > 1.03 {
+				t.Fatalf("length %d maps to %v (%.3f)", n, bucketLengths[b], rel)
+			}
+		}
+	}
+}

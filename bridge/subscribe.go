@@ -1,0 +1,84 @@
+package bridge
+
+import (
+	"context"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// subscriptions forwards resource subscriptions upstream. mcp-go keeps each
+// client session's subscriptions; the gateway is one session to each
+// upstream, so it subscribes there when the first client subscribes to a
+// URI and unsubscribes when the last one leaves.
+type subscriptions struct {
+	g     *Gateway
+	mu    sync.Mutex
+	count map[string]int // uri -> subscribed clients
+}
+
+func newSubscriptions(g *Gateway) *subscriptions {
+	return &subscriptions{g: g, count: map[string]int{}}
+}
+
+func (s *subscriptions) subscribed(ctx context.Context, id any, req *mcp.SubscribeRequest, _ *mcp.EmptyResult) {
+	s.mu.Lock()
+	s.count[req.Params.URI]++
+	first := s.count[req.Params.URI] == 1
+	s.mu.Unlock()
+	if first {
+		s.forward(req.Params.URI, string(mcp.MethodResourcesSubscribe))
+	}
+}
+
+func (s *subscriptions) unsubscribed(ctx context.Context, id any, req *mcp.UnsubscribeRequest, _ *mcp.EmptyResult) {
+	s.mu.Lock()
+	n := s.count[req.Params.URI]
+	if n <= 0 {
+		s.mu.Unlock()
+		return
+	}
+	if n == 1 {
+		delete(s.count, req.Params.URI)
+	} else {
+		s.count[req.Params.URI] = n - 1
+	}
+	s.mu.Unlock()
+	if n == 1 {
+		s.forward(req.Params.URI, string(mcp.MethodResourcesUnsubscribe))
+	}
+}
+
+// forward sends (un)subscribe to the server that lists the URI, or whose
+// template matches it. Best effort: a server that does not support
+// subscriptions simply sends no updates.
+func (s *subscriptions) forward(uri, method string) {
+	u := s.g.resourceOwner(uri)
+	if u == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.g.cfg.EffectiveCallTimeout(u.spec.Config))
+	defer cancel()
+	if _, err := u.request(ctx, method, map[string]any{"uri": uri}); err != nil {
+		s.g.logger.Debug("forwarding resource subscription", "server", u.spec.Name, "uri", uri, "method", method, "error", err)
+	}
+}
+
+// resourceOwner returns the upstream that lists uri as a resource, or whose
+// resource template matches it.
+func (g *Gateway) resourceOwner(uri string) *upstream {
+	cat := g.Catalog()
+	for _, r := range cat.Resources {
+		if r.Resource.URI == uri {
+			u, _ := g.pool.get(r.Server)
+			return u
+		}
+	}
+	for _, t := range cat.Templates {
+		if t.Template.URITemplate != nil && t.Template.URITemplate.Regexp().MatchString(uri) {
+			u, _ := g.pool.get(t.Server)
+			return u
+		}
+	}
+	return nil
+}
