@@ -158,7 +158,7 @@ func (ix *Index) accumulate(groups []queryGroup, sc *scratch) {
 							sc.nameParts[g] = m.nameParts
 						}
 						sc.acc[g] += s
-						if p.namePart {
+						if p.namePart && sc.nameHits[g] < math.MaxUint8 {
 							sc.nameHits[g]++
 						}
 						continue
@@ -179,7 +179,7 @@ func (ix *Index) accumulate(groups []queryGroup, sc *scratch) {
 			sc.acc[g] += sc.group[g]
 			sc.group[g] = 0
 			if sc.groupName[g] {
-				sc.nameHits[g]++
+				sc.nameHits[g] = min(sc.nameHits[g], math.MaxUint8-1) + 1
 				sc.groupName[g] = false
 			}
 		}
