@@ -1,0 +1,227 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolbridge/toolbridge/config"
+)
+
+// The call benchmarks measure what the gateway adds to one tools/call, in
+// one run so the ratios hold on a noisy machine:
+//
+//	go test ./bridge -run '^$' -bench 'BenchmarkToolCall' -count 10 | tee calls.txt
+//	benchstat calls.txt
+//
+// direct is the client calling the upstream itself; passthrough goes
+// through the gateway in mode off; tool_call through the bridge meta-tool.
+// Each reports its own p50 and p99 besides the mean (ns/op).
+
+func initClient(b *testing.B, c *client.Client) {
+	b.Helper()
+	ctx := context.Background()
+	if err := c.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	if _, err := c.Initialize(ctx, init); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = c.Close() })
+}
+
+// benchGateway returns a client on a gateway in front of spec.
+func benchGateway(b *testing.B, mode config.Mode, spec Spec) *client.Client {
+	b.Helper()
+	cfg := config.Default()
+	cfg.Mode = mode
+	g, err := New(&cfg, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := g.Connect(context.Background(), []Spec{spec}); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = g.Close() })
+	c, err := client.NewInProcessClient(g.MCPServer())
+	if err != nil {
+		b.Fatal(err)
+	}
+	initClient(b, c)
+	return c
+}
+
+// runCalls calls req b.N times and reports p50 and p99 latency.
+func runCalls(b *testing.B, c *client.Client, req mcp.CallToolRequest) {
+	b.Helper()
+	ctx := context.Background()
+	// One call outside the timing: connection set-up, first-use caches.
+	if res, err := c.CallTool(ctx, req); err != nil || res.IsError {
+		b.Fatalf("warm-up call: %v %+v", err, res)
+	}
+	durations := make([]time.Duration, 0, b.N)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		start := time.Now()
+		res, err := c.CallTool(ctx, req)
+		durations = append(durations, time.Since(start))
+		if err != nil || res.IsError {
+			b.Fatalf("call: %v %+v", err, res)
+		}
+	}
+	b.StopTimer()
+	slices.Sort(durations)
+	b.ReportMetric(float64(durations[len(durations)/2].Nanoseconds()), "p50-ns")
+	b.ReportMetric(float64(durations[len(durations)*99/100].Nanoseconds()), "p99-ns")
+}
+
+func echoCall(name string, meta bool) mcp.CallToolRequest {
+	req := mcp.CallToolRequest{}
+	if meta {
+		req.Params.Name = MetaCall
+		req.Params.Arguments = map[string]any{"tool_name": "up::" + name, "tool_args": map[string]any{"text": "hello"}}
+		return req
+	}
+	req.Params.Name = name
+	req.Params.Arguments = map[string]any{"text": "hello"}
+	return req
+}
+
+func BenchmarkToolCallInProcess(b *testing.B) {
+	b.Run("direct", func(b *testing.B) {
+		c, err := client.NewInProcessClient(echoServer("up"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		initClient(b, c)
+		runCalls(b, c, echoCall("echo", false))
+	})
+	b.Run("passthrough", func(b *testing.B) {
+		c := benchGateway(b, config.ModeOff, Spec{Name: "up", InProcess: echoServer("up")})
+		runCalls(b, c, echoCall("echo", false))
+	})
+	b.Run("tool_call", func(b *testing.B) {
+		c := benchGateway(b, config.ModeOn, Spec{Name: "up", InProcess: echoServer("up")})
+		runCalls(b, c, echoCall("echo", true))
+	})
+}
+
+var (
+	demoServerOnce sync.Once
+	demoServerBin  string
+	demoServerErr  error
+)
+
+// demoServer builds examples/servers/demo-server once per test binary: a
+// real stdio MCP server process for the stdio benchmarks.
+func demoServer(b *testing.B) string {
+	b.Helper()
+	demoServerOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "toolbridge-bench-")
+		if err != nil {
+			demoServerErr = err
+			return
+		}
+		demoServerBin = filepath.Join(dir, "demo-server")
+		out, err := exec.Command("go", "build", "-o", demoServerBin, "github.com/toolbridge/toolbridge/examples/servers/demo-server").CombinedOutput()
+		if err != nil {
+			demoServerErr = &buildError{err: err, out: string(out)}
+		}
+	})
+	if demoServerErr != nil {
+		b.Fatal(demoServerErr)
+	}
+	return demoServerBin
+}
+
+type buildError struct {
+	err error
+	out string
+}
+
+func (e *buildError) Error() string { return "building demo-server: " + e.err.Error() + "\n" + e.out }
+
+func addCall(meta bool) mcp.CallToolRequest {
+	req := mcp.CallToolRequest{}
+	args := map[string]any{"a": 2, "b": 3}
+	if meta {
+		req.Params.Name = MetaCall
+		req.Params.Arguments = map[string]any{"tool_name": "up::add", "tool_args": args}
+		return req
+	}
+	req.Params.Name = "add"
+	req.Params.Arguments = args
+	return req
+}
+
+func BenchmarkToolCallStdio(b *testing.B) {
+	bin := demoServer(b)
+	spec := Spec{Name: "up", Config: config.Server{Command: bin, Args: []string{"math"}}}
+	b.Run("direct", func(b *testing.B) {
+		c, err := client.NewStdioMCPClient(bin, nil, "math")
+		if err != nil {
+			b.Fatal(err)
+		}
+		initClient(b, c)
+		runCalls(b, c, addCall(false))
+	})
+	b.Run("passthrough", func(b *testing.B) {
+		runCalls(b, benchGateway(b, config.ModeOff, spec), addCall(false))
+	})
+	b.Run("tool_call", func(b *testing.B) {
+		runCalls(b, benchGateway(b, config.ModeOn, spec), addCall(true))
+	})
+}
+
+// BenchmarkToolsListBridge measures tools/list in bridge mode over 10,000
+// deferred tools: the list is built once per catalog change, so a request
+// costs only what the visible tools cost.
+func BenchmarkToolsListBridge(b *testing.B) {
+	up := server.NewMCPServer("many", "1.0.0", server.WithToolCapabilities(true))
+	tools := make([]server.ServerTool, 0, 10000)
+	for i := range 10000 {
+		tools = append(tools, server.ServerTool{
+			Tool: mcp.NewTool(toolName(i), mcp.WithDescription("Tool number "+toolName(i)+" does something useful with records"),
+				mcp.WithString("id", mcp.Required()), mcp.WithNumber("limit")),
+			Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return mcp.NewToolResultText("ok"), nil
+			},
+		})
+	}
+	up.AddTools(tools...)
+	c := benchGateway(b, config.ModeOn, Spec{Name: "many", InProcess: up})
+	ctx := context.Background()
+	durations := make([]time.Duration, 0, b.N)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		start := time.Now()
+		res, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+		durations = append(durations, time.Since(start))
+		if err != nil || len(res.Tools) != 3 {
+			b.Fatalf("tools/list: %v (%d tools)", err, len(res.Tools))
+		}
+	}
+	b.StopTimer()
+	slices.Sort(durations)
+	b.ReportMetric(float64(durations[len(durations)/2].Nanoseconds()), "p50-ns")
+	b.ReportMetric(float64(durations[len(durations)*99/100].Nanoseconds()), "p99-ns")
+}
+
+func toolName(i int) string {
+	b, _ := json.Marshal(i)
+	return "records_tool_" + string(b)
+}
