@@ -148,7 +148,7 @@ func decodeRuneSlow(s string) (rune, int) { return utf8.DecodeRuneInString(s) }
 // their one part is already a term.
 func wholeForms(dst []string, word string) []string {
 	word = strings.Trim(word, trimSet)
-	if word == "" || countParts(word) < 2 {
+	if word == "" || countParts(word) < 2 || strings.IndexFunc(word, notIdentifierRune) >= 0 {
 		return dst
 	}
 	lw := strings.ToLower(word)
@@ -163,6 +163,12 @@ func wholeForms(dst []string, word string) []string {
 		dst = append(dst, joined)
 	}
 	return dst
+}
+
+// notIdentifierRune reports runes that do not occur in tool names, so a
+// word containing one gets no whole-identifier form.
+func notIdentifierRune(r rune) bool {
+	return !isWordRune(r) && !strings.ContainsRune("_-.:/@+#$~", r)
 }
 
 // trimSet is the punctuation stripped around a query word before it is
