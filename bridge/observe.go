@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -205,19 +206,27 @@ func sessionID(ctx context.Context) string {
 }
 
 // upstreamMeta is the _meta sent with a call upstream: the client's own
-// fields, without the gateway's private keys, plus the trace context of
-// ctx (so one trace spans client -> gateway -> upstream).
+// fields, plus the trace context of ctx (so one trace spans client ->
+// gateway -> upstream). Left out: the gateway's private keys, and the
+// protocol's own io.modelcontextprotocol/* keys (protocol version, client
+// capabilities and info), which describe the client's hop to the gateway,
+// not the gateway's session with the upstream; an upstream that checks
+// them against its session rejects the call.
 func (g *Gateway) upstreamMeta(ctx context.Context, m *mcp.Meta) map[string]any {
 	meta := map[string]any{}
 	if m != nil {
 		for k, v := range m.AdditionalFields {
-			if k != metaRPCIDKey && k != metaViaKey {
-				meta[k] = v
+			if k == metaRPCIDKey || k == metaViaKey || strings.HasPrefix(k, protocolMetaPrefix) {
+				continue
 			}
+			meta[k] = v
 		}
 	}
 	return trace.Inject(ctx, meta)
 }
+
+// protocolMetaPrefix marks _meta keys the MCP protocol reserves for itself.
+const protocolMetaPrefix = "io.modelcontextprotocol/"
 
 // observedCall runs one tool call with its TOOL and CLIENT spans and the
 // configured hooks around it: all of them see the real server and tool,

@@ -148,15 +148,16 @@ func TestToolCallSpansNameTheRealTool(t *testing.T) {
 	}
 
 	// The upstream continues the trace under the client span, and sees
-	// none of the gateway's private _meta keys.
+	// none of the gateway's private _meta keys, nor the protocol keys of the
+	// client's own hop (which an upstream checks against its session).
 	tp, _ := got.Load("traceparent")
 	want := "00-" + cli.SpanContext.TraceID().String() + "-" + cli.SpanContext.SpanID().String() + "-01"
 	if tp != want {
 		t.Fatalf("upstream got traceparent %v, want %s", tp, want)
 	}
 	got.Range(func(k, v any) bool {
-		if strings.HasPrefix(k.(string), "io.toolbridge/") {
-			t.Errorf("upstream received the gateway's private _meta key %s", k)
+		if strings.HasPrefix(k.(string), "io.toolbridge/") || strings.HasPrefix(k.(string), "io.modelcontextprotocol/") {
+			t.Errorf("upstream received _meta key %s, which belongs to another hop", k)
 		}
 		return true
 	})
