@@ -1,6 +1,7 @@
 package search
 
 import (
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,13 +23,43 @@ import (
 type analyzer struct {
 	cache  sync.Map // raw word part -> term, "" when the part is dropped
 	cached atomic.Int64
+	// locals keeps plain-map caches for segment builds between builds: a
+	// build takes one (lock-free lookups), then gives it back.
+	locals chan termCache
+}
+
+// newAnalyzer returns an analyzer with room for one local cache per CPU.
+func newAnalyzer() *analyzer {
+	return &analyzer{locals: make(chan termCache, runtime.GOMAXPROCS(0))}
+}
+
+// takeLocal returns a local cache for one segment build.
+func (a *analyzer) takeLocal() termCache {
+	select {
+	case c := <-a.locals:
+		return c
+	default:
+		return make(termCache, 1024)
+	}
+}
+
+// giveLocal returns a cache taken with takeLocal; an oversized one is
+// dropped so the caches stay bounded.
+func (a *analyzer) giveLocal(c termCache) {
+	if len(c) > maxCachedTerms {
+		return
+	}
+	select {
+	case a.locals <- c:
+	default:
+	}
 }
 
 // maxCachedTerms bounds the shared term cache.
 const maxCachedTerms = 1 << 20
 
-// termCache is a lock-free cache private to one segment build, in front of
-// the shared one. Its keys may alias the text being analysed.
+// termCache is a lock-free cache private to one segment build at a time,
+// in front of the shared one.
 type termCache map[string]string
 
 // term returns the index term of one raw word part, or "" when the part is
@@ -53,7 +84,8 @@ func (a *analyzer) term(part string, local termCache, remember bool) string {
 		}
 	}
 	if local != nil {
-		local[part] = t
+		// Clone: the cache outlives the text being analysed.
+		local[strings.Clone(part)] = t
 	}
 	return t
 }
@@ -78,14 +110,20 @@ func normalizeTerm(part string) string {
 // because it is the hot path of indexing.
 func (a *analyzer) text(dst []string, s string, local termCache, remember bool) []string {
 	for i := 0; i < len(s); {
-		r, size := decodeRune(s[i:])
+		r, size := rune(s[i]), 1
+		if r >= utf8.RuneSelf {
+			r, size = utf8.DecodeRuneInString(s[i:])
+		}
 		if !isWordRune(r) {
 			i += size
 			continue
 		}
 		cjk, start := isCJK(r), i
 		for i < len(s) {
-			r, size = decodeRune(s[i:])
+			r, size = rune(s[i]), 1
+			if r >= utf8.RuneSelf {
+				r, size = utf8.DecodeRuneInString(s[i:])
+			}
 			if !isWordRune(r) || isCJK(r) != cjk {
 				break
 			}
@@ -113,7 +151,10 @@ func (a *analyzer) appendWord(dst []string, word string, local termCache, rememb
 		}
 	}
 	for i := 0; i < len(word); {
-		r, size := decodeRune(word[i:])
+		r, size := rune(word[i]), 1
+		if r >= utf8.RuneSelf {
+			r, size = utf8.DecodeRuneInString(word[i:])
+		}
 		if i > 0 && isBoundary(prev, r, word[i+size:]) {
 			emit(i)
 			start = i

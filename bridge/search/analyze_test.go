@@ -52,7 +52,7 @@ func TestAnalyzerText(t *testing.T) {
 		{"empty", "", nil},
 		{"only punctuation", " -- ... !!", nil},
 	}
-	a := &analyzer{}
+	a := newAnalyzer()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := a.text(nil, tt.in, nil, false); !slices.Equal(got, tt.want) {
@@ -82,7 +82,7 @@ func TestWholeForms(t *testing.T) {
 }
 
 func TestAnalyzerCachesOnlyWhenIndexing(t *testing.T) {
-	a := &analyzer{}
+	a := newAnalyzer()
 	a.text(nil, "searching", nil, false)
 	if _, ok := a.cache.Load("searching"); ok {
 		t.Fatal("a query stem was cached; queries must not grow the cache")
@@ -94,7 +94,7 @@ func TestAnalyzerCachesOnlyWhenIndexing(t *testing.T) {
 }
 
 func TestSynonymsAreStemmedAndSymmetric(t *testing.T) {
-	a := &analyzer{}
+	a := newAnalyzer()
 	syn := buildSynonyms(a)
 	for _, pair := range [][2]string{{"get", "fetch"}, {"fetch", "retriev"}, {"creat", "add"}, {"delet", "remov"}, {"search", "find"}, {"list", "enumer"}} {
 		if !slices.Contains(syn[pair[0]], pair[1]) || !slices.Contains(syn[pair[1]], pair[0]) {

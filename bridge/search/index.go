@@ -59,7 +59,7 @@ func (r nameRef) name() string { return r.seg.docs[r.doc].name }
 func New(opts Options) *Index {
 	ix := &Index{
 		opts:  opts.withDefaults(),
-		an:    &analyzer{},
+		an:    newAnalyzer(),
 		segs:  make(map[string]*segment),
 		terms: make(map[string]*termEntry),
 		names: make(map[string][]nameRef),

@@ -82,7 +82,8 @@ type segment struct {
 func buildSegment(a *analyzer, server string, docs []Document) *segment {
 	seg := &segment{server: server}
 	seen := make(map[string]bool, len(docs))
-	local := make(termCache, 1024)
+	local := a.takeLocal()
+	defer a.giveLocal(local)
 	termIDs := make(map[string]int32, 1024)
 	var (
 		termStrs []string
