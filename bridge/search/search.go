@@ -2,6 +2,7 @@ package search
 
 import (
 	"math"
+	"math/bits"
 	"slices"
 	"strings"
 )
@@ -142,10 +143,9 @@ func (ix *Index) accumulate(groups []queryGroup, sc *scratch) {
 				for _, p := range sp.p {
 					m := &meta[p.doc]
 					tfn := 0.0
-					for f, tf := range p.tf {
-						if tf != 0 {
-							tfn += float64(tf) * norm[f][m.lenq[f]]
-						}
+					for mask := p.fields; mask != 0; mask &= mask - 1 {
+						f := bits.TrailingZeros8(mask)
+						tfn += float64(p.tf[f]) * norm[f][m.lenq[f]]
 					}
 					if tfn == 0 {
 						continue

@@ -57,6 +57,8 @@ type posting struct {
 	// namePart says the term is one of the parts of the split name (not
 	// a whole-name form), for the name-coverage boost.
 	namePart bool
+	// fields has bit f set when tf[f] > 0, so scoring skips empty fields.
+	fields uint8
 }
 
 // segment is the immutable analysed form of one server's tools. Only base
@@ -153,7 +155,13 @@ func buildSegment(a *analyzer, server string, docs []Document) *segment {
 		}
 		meta.nameParts = uint8(min(distinctParts, math.MaxUint8))
 		for i, n := range order {
-			pairs = append(pairs, termPosting{term: n, p: posting{doc: uint32(docNo), tf: tfs[i], namePart: part[n] == docNo}})
+			p := posting{doc: uint32(docNo), tf: tfs[i], namePart: part[n] == docNo}
+			for f, tf := range p.tf {
+				if tf != 0 {
+					p.fields |= 1 << f
+				}
+			}
+			pairs = append(pairs, termPosting{term: n, p: p})
 		}
 		seg.docs = append(seg.docs, info)
 		seg.meta = append(seg.meta, meta)
