@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -19,7 +18,7 @@ type httpGateway struct {
 	url    string // http://127.0.0.1:PORT/mcp
 	base   string // http://127.0.0.1:PORT
 	cmd    *exec.Cmd
-	stderr *strings.Builder
+	stderr *lockedWriter
 }
 
 // startHTTP starts `toolbridge serve --transport http` on a free loopback
@@ -29,10 +28,10 @@ func startHTTP(t *testing.T, args ...string) *httpGateway {
 	t.Helper()
 	port := testenv.FreePort(t)
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	g := &httpGateway{url: base + "/mcp", base: base, stderr: &strings.Builder{}}
+	g := &httpGateway{url: base + "/mcp", base: base, stderr: newLockedWriter()}
 	args = append([]string{"serve", "--transport", "http", "--listen", fmt.Sprintf("127.0.0.1:%d", port)}, args...)
 	g.cmd = exec.Command(binary, args...)
-	g.cmd.Stderr = &lockedWriter{b: g.stderr}
+	g.cmd.Stderr = g.stderr
 	testenv.SetProcessGroup(g.cmd)
 	if err := g.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -55,7 +55,7 @@ func writeConfig(t *testing.T, name, content string) string {
 type gateway struct {
 	c      *client.Client
 	cmd    *exec.Cmd
-	stderr *strings.Builder
+	stderr *lockedWriter
 	closed bool
 }
 
@@ -65,12 +65,12 @@ func startStdio(t *testing.T, env []string, args ...string) *gateway {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	g := &gateway{stderr: &strings.Builder{}}
+	g := &gateway{stderr: newLockedWriter()}
 	tr := transport.NewStdioWithOptions(binary, env, args,
 		transport.WithCommandFunc(func(ctx context.Context, command string, env, args []string) (*exec.Cmd, error) {
 			cmd := exec.Command(command, args...)
 			cmd.Env = append(os.Environ(), env...)
-			cmd.Stderr = &lockedWriter{b: g.stderr}
+			cmd.Stderr = g.stderr
 			g.cmd = cmd
 			return cmd, nil
 		}))

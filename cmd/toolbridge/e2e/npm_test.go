@@ -12,16 +12,25 @@ import (
 	"github.com/toolbridge/toolbridge/cmd/toolbridge/internal/testenv"
 )
 
-// lockedWriter lets the child's stderr be read while it is written.
+// lockedWriter collects a child's output; String may be called while the
+// child writes.
 type lockedWriter struct {
 	mu sync.Mutex
 	b  *strings.Builder
 }
 
+func newLockedWriter() *lockedWriter { return &lockedWriter{b: &strings.Builder{}} }
+
 func (w *lockedWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.b.Write(p)
+}
+
+func (w *lockedWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
 }
 
 // referenceConfig is a Claude Desktop config (mcpServers, command, args,
