@@ -164,7 +164,8 @@ func (ix *Index) link(seg *segment) {
 		return strings.Compare(s.server, name)
 	})
 	ix.order = slices.Insert(ix.order, i, seg)
-	for t, p := range seg.terms {
+	for n, t := range seg.terms {
+		p := seg.postings[n]
 		e := ix.terms[t]
 		if e == nil {
 			e = &termEntry{}
@@ -190,7 +191,8 @@ func (ix *Index) link(seg *segment) {
 func (ix *Index) unlink(seg *segment) {
 	delete(ix.segs, seg.server)
 	ix.order = slices.DeleteFunc(ix.order, func(s *segment) bool { return s == seg })
-	for t, p := range seg.terms {
+	for n, t := range seg.terms {
+		p := seg.postings[n]
 		e := ix.terms[t]
 		if e == nil {
 			continue

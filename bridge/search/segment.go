@@ -67,8 +67,11 @@ type segment struct {
 	server string
 	docs   []docInfo
 	meta   []docMeta // parallel to docs
-	terms  map[string][]posting
-	lenSum [numFields]float64
+	// terms are the segment's distinct terms and postings their postings,
+	// each list in document order.
+	terms    []string
+	postings [][]posting
+	lenSum   [numFields]float64
 	// base is the segment's offset in the index-wide document numbering
 	// that Search's score accumulators use.
 	base int
@@ -183,9 +186,10 @@ func buildSegment(a *analyzer, server string, docs []Document) *segment {
 	}
 	// Terms never alias a description (the analyzer clones what it caches
 	// and what it builds), so the postings keep no document text alive.
-	seg.terms = make(map[string][]posting, len(termStrs))
-	for n, t := range termStrs {
-		seg.terms[t] = all[offs[n]:offs[n+1]:offs[n+1]]
+	seg.terms = termStrs
+	seg.postings = make([][]posting, len(termStrs))
+	for n := range termStrs {
+		seg.postings[n] = all[offs[n]:offs[n+1]:offs[n+1]]
 	}
 	return seg
 }
