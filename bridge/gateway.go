@@ -116,6 +116,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		server.WithHooks(hooks),
 		server.WithToolFilter(g.addRevealed),
 		server.WithToolHandlerMiddleware(g.traceToolCalls),
+		server.WithToolHandlerMiddleware(newInFlight(cfg.Serve.MaxInFlight).middleware),
 		server.WithToolCapabilities(true),
 		server.WithPromptCapabilities(true),
 		server.WithResourceCapabilities(true, true),

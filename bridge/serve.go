@@ -57,7 +57,7 @@ func (g *Gateway) HTTPHandler() http.Handler {
 		}
 		_ = json.NewEncoder(w).Encode(map[string]any{"ready": ready, "servers": statuses})
 	})
-	return mux
+	return guardHTTP(g.cfg.Serve, mux)
 }
 
 // ServeHTTP serves streamable HTTP on ln until ctx ends, then shuts down,
