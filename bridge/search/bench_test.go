@@ -297,3 +297,33 @@ func TestSynthCatalogIsDeterministic(t *testing.T) {
 		t.Fatalf("%d tools, want 3000", total)
 	}
 }
+
+// BenchmarkResolve measures tool_call name resolution over 10,000 tools:
+// an exact id, a bare name, an alias, and a misspelt name that falls back
+// to fuzzy did-you-mean.
+func BenchmarkResolve(b *testing.B) {
+	cat := synthCatalog(b, 10000)
+	ix := New(Options{})
+	ix.UpsertAll(cat)
+	s := cat[len(cat)/2]
+	d := s.Docs[len(s.Docs)/2]
+	typo := []byte(d.Name)
+	typo[1], typo[2] = typo[2], typo[1]
+	for _, tc := range []struct{ kind, in string }{
+		{"id", s.Server + "::" + d.Name},
+		{"bare", "`" + d.Name + "`"},
+		{"alias", "mcp__" + s.Server + "__" + d.Name},
+		{"typo", string(typo)},
+	} {
+		b.Run("kind="+tc.kind, func(b *testing.B) {
+			id, cands := ix.Resolve(tc.in)
+			if id == "" && !slices.Contains(cands, s.Server+"::"+d.Name) {
+				b.Fatalf("Resolve(%q) = %q, %q", tc.in, id, cands)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				ix.Resolve(tc.in)
+			}
+		})
+	}
+}
