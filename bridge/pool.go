@@ -75,13 +75,19 @@ func (p *Pool) Connect(ctx context.Context, specs []Spec) error {
 		go func() {
 			start := time.Now()
 			u := newUpstream(spec, p.environ, p.relay)
-			cctx, cancel := context.WithTimeout(ctx, p.cfg.EffectiveConnectTimeout(spec.Config))
+			timeout := p.cfg.EffectiveConnectTimeout(spec.Config)
+			cctx, cancel := context.WithTimeout(ctx, timeout)
 			err := u.connect(cctx, p.life)
 			cancel()
+			// The time to the failure, not to the cleanup after it.
+			took := time.Since(start)
 			if err != nil {
-				_ = u.close()
+				if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+					err = fmt.Errorf("%w (connect timeout %s)", err, timeout)
+				}
+				err = u.abort(err)
 			}
-			results <- outcome{spec, u, time.Since(start), err}
+			results <- outcome{spec, u, took, err}
 		}()
 	}
 	var errs []error

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"os/exec"
 	"strconv"
 	"sync"
@@ -82,7 +83,8 @@ func newUpstream(spec Spec, environ []string, r *relay) *upstream {
 
 // connect starts the transport, initializes the session and lists what the
 // server offers. life bounds the connection's lifetime; ctx bounds the
-// handshake (the connect timeout).
+// handshake (the connect timeout). After a failure the caller must call
+// abort, which stops the server and adds what it left behind to the error.
 func (u *upstream) connect(ctx, life context.Context) error {
 	tr, err := u.newTransport()
 	if err != nil {
@@ -107,7 +109,7 @@ func (u *upstream) connect(ctx, life context.Context) error {
 	u.client = c
 	// Start before Initialize, or notifications never fire.
 	if err := c.Start(life); err != nil {
-		return u.withStderr(fmt.Errorf("starting: %w", err))
+		return fmt.Errorf("starting: %w", err)
 	}
 	c.OnNotification(u.onNotification)
 
@@ -117,9 +119,9 @@ func (u *upstream) connect(ctx, life context.Context) error {
 	res, err := c.Initialize(ctx, init)
 	if err != nil {
 		if ctx.Err() != nil {
-			return u.withStderr(fmt.Errorf("no answer to initialize: %w", ctx.Err()))
+			return fmt.Errorf("no answer to initialize: %w", ctx.Err())
 		}
-		return u.withStderr(fmt.Errorf("initializing: %w", err))
+		return fmt.Errorf("initializing: %w", err)
 	}
 	u.mu.Lock()
 	u.instructions = res.Instructions
@@ -174,17 +176,57 @@ func (u *upstream) command(_ context.Context, command string, env, args []string
 	return cmd, nil
 }
 
-// withStderr adds what the child printed on stderr to a start-up error:
-// that is usually where the real reason is.
-func (u *upstream) withStderr(err error) error {
+// abort stops an upstream whose connect failed and returns err with what
+// the child left behind: how it ended and the tail of its stderr, which is
+// usually where the real reason is. A child that is still running never
+// became a session, so it gets no graceful shutdown: its whole process
+// group is killed at once, rather than after the seconds a graceful close
+// gives a child that ignores its closed stdin.
+func (u *upstream) abort(err error) error {
+	if u.cmd != nil && u.cmd.Process != nil {
+		_ = syscall.Kill(-u.cmd.Process.Pid, syscall.SIGKILL)
+	}
+	// Once the transport has waited for the child, its exit status is set
+	// and the copy of its stderr is complete.
+	if closeErr := u.stop(); u.cmd != nil && !errors.Is(closeErr, transport.ErrChildShutdownTimeout) {
+		if how := howEnded(u.cmd.ProcessState); how != "" {
+			err = fmt.Errorf("%w; the process %s", err, how)
+		}
+	}
 	if tail := u.stderr.String(); tail != "" {
-		return fmt.Errorf("%w; stderr: %s", err, tail)
+		err = fmt.Errorf("%w; stderr: %s", err, tail)
 	}
 	return err
 }
 
+// howEnded describes a child's end when the child itself chose it: an exit
+// status, or a signal other than the SIGKILL abort sends. It is empty when
+// the child never started or abort killed it.
+func howEnded(st *os.ProcessState) string {
+	if st == nil {
+		return ""
+	}
+	if st.Exited() {
+		return fmt.Sprintf("exited with status %d", st.ExitCode())
+	}
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() != syscall.SIGKILL {
+		return "was killed by " + st.String()
+	}
+	return ""
+}
+
 // close ends the session and, for stdio, stops the whole process group.
 func (u *upstream) close() error {
+	err := u.stop()
+	if errors.Is(err, transport.ErrChildShutdownTimeout) {
+		err = nil // stop killed it itself
+	}
+	return err
+}
+
+// stop closes the session once and kills what is left of a stdio server's
+// process group. The error is the transport's, unchanged.
+func (u *upstream) stop() error {
 	u.mu.Lock()
 	if u.closed {
 		u.mu.Unlock()
@@ -202,9 +244,6 @@ func (u *upstream) close() error {
 		// The leader is gone by now; anything left in its group is an
 		// orphan-to-be. ESRCH (nothing left) is the normal case.
 		_ = syscall.Kill(-u.cmd.Process.Pid, syscall.SIGKILL)
-	}
-	if errors.Is(err, transport.ErrChildShutdownTimeout) {
-		err = nil // we killed it ourselves above
 	}
 	return err
 }
