@@ -94,7 +94,16 @@ func serve(ctx context.Context, cfg *config.Config, specs []bridge.Spec, logger 
 			logger.Warn("stopping upstreams", "error", err)
 		}
 	}()
-	if err := g.Connect(ctx, specs); err != nil {
+	err = g.Connect(ctx, specs)
+	if ctx.Err() != nil {
+		// SIGINT or SIGTERM while connecting: there is nobody to serve.
+		if ln != nil {
+			_ = ln.Close()
+		}
+		fmt.Fprintln(io.err, "toolbridge: stopped while connecting")
+		return nil
+	}
+	if err != nil {
 		fmt.Fprintf(io.err, "toolbridge: serving without the servers that failed (see above)\n")
 	}
 	cat := g.Catalog()
