@@ -23,37 +23,41 @@ import (
 type analyzer struct {
 	cache  sync.Map // raw word part -> term, "" when the part is dropped
 	cached atomic.Int64
-	// locals keeps plain-map caches for segment builds between builds: a
-	// build takes one (lock-free lookups), then gives it back.
-	locals chan termCache
+	// builders keeps segment builders, with their plain-map term caches,
+	// between builds: a build takes one (lock-free lookups, no scratch
+	// allocation), then gives it back.
+	builders chan *builder
 }
 
-// newAnalyzer returns an analyzer with room for one local cache per CPU.
+// newAnalyzer returns an analyzer with room for one builder per CPU.
 func newAnalyzer() *analyzer {
-	return &analyzer{locals: make(chan termCache, runtime.GOMAXPROCS(0))}
+	return &analyzer{builders: make(chan *builder, runtime.GOMAXPROCS(0))}
 }
 
-// takeLocal returns a local cache for one segment build.
-func (a *analyzer) takeLocal() termCache {
+// takeBuilder returns a builder for one segment build.
+func (a *analyzer) takeBuilder() *builder {
 	select {
-	case c := <-a.locals:
-		return c
+	case b := <-a.builders:
+		return b
 	default:
-		return make(termCache, 1024)
+		return &builder{cache: make(termCache, 1024), termIDs: make(map[string]int32, 1024), seen: map[string]bool{}}
 	}
 }
 
-// giveLocal returns a cache taken with takeLocal; an oversized one is
-// dropped so the caches stay bounded.
-func (a *analyzer) giveLocal(c termCache) {
-	if len(c) > maxCachedTerms {
+// giveBuilder returns a builder taken with takeBuilder. One grown past
+// the bounds is dropped, so idle builders hold little memory.
+func (a *analyzer) giveBuilder(b *builder) {
+	if len(b.cache) > maxCachedTerms || cap(b.pairs) > maxBuilderPairs {
 		return
 	}
 	select {
-	case a.locals <- c:
+	case a.builders <- b:
 	default:
 	}
 }
+
+// maxBuilderPairs bounds the postings scratch an idle builder keeps.
+const maxBuilderPairs = 1 << 20
 
 // maxCachedTerms bounds the shared term cache.
 const maxCachedTerms = 1 << 20

@@ -83,115 +83,144 @@ type segment struct {
 //
 // Terms get small segment-local numbers so counting needs no per-document
 // map, and the postings end up in one contiguous array, grouped by term
-// with a counting sort.
+// with a counting sort. The scratch space comes from a reused builder.
 func buildSegment(a *analyzer, server string, docs []Document) *segment {
+	b := a.takeBuilder()
+	defer a.giveBuilder(b)
+	b.reset()
 	seg := &segment{server: server}
-	seen := make(map[string]bool, len(docs))
-	local := a.takeLocal()
-	defer a.giveLocal(local)
-	termIDs := make(map[string]int32, 1024)
-	var (
-		termStrs []string
-		// Per term number: the last document that used it (stamp), its
-		// row in that document's tfs (row), and the last document whose
-		// name it is a part of (part).
-		stamp, row, part []int32
-		fields           [numFields][]string
-		tfs              [][numFields]uint8
-		order            []int32
-		pairs            []termPosting
-	)
-	serverTerms := wholeForms(a.text(nil, server, local, true), server)
+	serverTerms := wholeForms(a.text(nil, server, b.cache, true), server)
 	for _, d := range docs {
 		id := d.ID
 		if id == "" {
 			id = server + "::" + d.Name
 		}
-		if d.Name == "" || seen[id] {
+		if d.Name == "" || b.seen[id] {
 			continue
 		}
-		seen[id] = true
-		for f := range fields {
-			fields[f] = fields[f][:0]
-		}
-		fields[FieldName] = a.text(fields[FieldName], d.Name, local, true)
-		nameParts := len(fields[FieldName])
-		fields[FieldName] = wholeForms(fields[FieldName], d.Name)
-		fields[FieldServer] = append(fields[FieldServer], serverTerms...)
-		fields[FieldTitle] = a.text(fields[FieldTitle], d.Title, local, true)
-		fields[FieldDescription] = a.text(fields[FieldDescription], d.Description, local, true)
-		for _, p := range d.Params {
-			fields[FieldParamName] = a.text(fields[FieldParamName], p.Name, local, true)
-			fields[FieldParamDescription] = a.text(fields[FieldParamDescription], p.Description, local, true)
-		}
-
-		docNo := int32(len(seg.docs))
+		b.seen[id] = true
+		b.analyse(a, d, serverTerms)
 		info := docInfo{id: id, name: d.Name, lname: strings.ToLower(d.Name)}
 		info.ascii = isASCII(info.lname)
-		var meta docMeta
-		distinctParts := 0
-		tfs, order = tfs[:0], order[:0]
-		for f, terms := range fields {
-			meta.lenq[f] = lengthBucket(len(terms))
-			seg.lenSum[f] += float64(len(terms))
-			for k, t := range terms {
-				n, ok := termIDs[t]
-				if !ok {
-					n = int32(len(termStrs))
-					termIDs[t] = n
-					termStrs = append(termStrs, t)
-					stamp, row, part = append(stamp, -1), append(row, 0), append(part, -1)
-				}
-				if stamp[n] != docNo {
-					stamp[n], row[n] = docNo, int32(len(tfs))
-					tfs = append(tfs, [numFields]uint8{})
-					order = append(order, n)
-				}
-				if tf := &tfs[row[n]][f]; *tf < math.MaxUint8 {
-					*tf++
-				}
-				if f == int(FieldName) && k < nameParts && part[n] != docNo {
-					part[n] = docNo
-					distinctParts++
-				}
-			}
-		}
-		meta.nameParts = uint8(min(distinctParts, math.MaxUint8))
-		for i, n := range order {
-			p := posting{doc: uint32(docNo), tf: tfs[i], namePart: part[n] == docNo}
-			for f, tf := range p.tf {
-				if tf != 0 {
-					p.fields |= 1 << f
-				}
-			}
-			pairs = append(pairs, termPosting{term: n, p: p})
-		}
 		seg.docs = append(seg.docs, info)
-		seg.meta = append(seg.meta, meta)
+		seg.meta = append(seg.meta, b.count(int32(len(seg.docs)-1), &seg.lenSum))
 	}
 
 	// Group the postings by term: count, place, slice.
-	offs := make([]int32, len(termStrs)+1)
-	for _, tp := range pairs {
+	nTerms := len(b.termStrs)
+	offs := make([]int32, nTerms+1)
+	for _, tp := range b.pairs {
 		offs[tp.term+1]++
 	}
 	for i := 1; i < len(offs); i++ {
 		offs[i] += offs[i-1]
 	}
-	all := make([]posting, len(pairs))
-	next := slices.Clone(offs[:len(termStrs)])
-	for _, tp := range pairs {
+	all := make([]posting, len(b.pairs))
+	next := slices.Clone(offs[:nTerms])
+	for _, tp := range b.pairs {
 		all[next[tp.term]] = tp.p
 		next[tp.term]++
 	}
 	// Terms never alias a description (the analyzer clones what it caches
 	// and what it builds), so the postings keep no document text alive.
-	seg.terms = termStrs
-	seg.postings = make([][]posting, len(termStrs))
-	for n := range termStrs {
+	seg.terms = slices.Clone(b.termStrs)
+	seg.postings = make([][]posting, nTerms)
+	for n := range nTerms {
 		seg.postings[n] = all[offs[n]:offs[n+1]:offs[n+1]]
 	}
 	return seg
+}
+
+// builder is the scratch space of segment builds, reused between builds
+// so that indexing a catalog allocates little besides the index itself.
+type builder struct {
+	// cache maps raw word parts to terms, in front of the shared cache.
+	cache termCache
+	// termIDs numbers the segment's terms; termStrs lists them by number.
+	termIDs  map[string]int32
+	termStrs []string
+	// Per term number: the last document that used it (stamp), its row
+	// in that document's tfs (row), and the last document whose name it
+	// is a part of (part).
+	stamp, row, part []int32
+	// fields are the current document's terms by field, and nameParts how
+	// many of fields[FieldName] are name parts (the rest are whole forms).
+	fields    [numFields][]string
+	nameParts int
+	tfs       [][numFields]uint8
+	order     []int32
+	pairs     []termPosting
+	seen      map[string]bool
+}
+
+// reset empties everything but the term cache.
+func (b *builder) reset() {
+	clear(b.termIDs)
+	clear(b.seen)
+	b.termStrs, b.stamp, b.row, b.part = b.termStrs[:0], b.stamp[:0], b.row[:0], b.part[:0]
+	b.pairs = b.pairs[:0]
+}
+
+// analyse fills b.fields with the terms of d.
+func (b *builder) analyse(a *analyzer, d Document, serverTerms []string) {
+	f := &b.fields
+	for i := range f {
+		f[i] = f[i][:0]
+	}
+	f[FieldName] = a.text(f[FieldName], d.Name, b.cache, true)
+	b.nameParts = len(f[FieldName])
+	f[FieldName] = wholeForms(f[FieldName], d.Name)
+	f[FieldServer] = append(f[FieldServer], serverTerms...)
+	f[FieldTitle] = a.text(f[FieldTitle], d.Title, b.cache, true)
+	f[FieldDescription] = a.text(f[FieldDescription], d.Description, b.cache, true)
+	for _, p := range d.Params {
+		f[FieldParamName] = a.text(f[FieldParamName], p.Name, b.cache, true)
+		f[FieldParamDescription] = a.text(f[FieldParamDescription], p.Description, b.cache, true)
+	}
+}
+
+// count turns b.fields into document docNo's postings (appended to
+// b.pairs) and returns its metadata; lenSum accumulates the field lengths.
+func (b *builder) count(docNo int32, lenSum *[numFields]float64) docMeta {
+	var meta docMeta
+	distinctParts := 0
+	b.tfs, b.order = b.tfs[:0], b.order[:0]
+	for f, terms := range b.fields {
+		meta.lenq[f] = lengthBucket(len(terms))
+		lenSum[f] += float64(len(terms))
+		for k, t := range terms {
+			n, ok := b.termIDs[t]
+			if !ok {
+				n = int32(len(b.termStrs))
+				b.termIDs[t] = n
+				b.termStrs = append(b.termStrs, t)
+				b.stamp, b.row, b.part = append(b.stamp, -1), append(b.row, 0), append(b.part, -1)
+			}
+			if b.stamp[n] != docNo {
+				b.stamp[n], b.row[n] = docNo, int32(len(b.tfs))
+				b.tfs = append(b.tfs, [numFields]uint8{})
+				b.order = append(b.order, n)
+			}
+			if tf := &b.tfs[b.row[n]][f]; *tf < math.MaxUint8 {
+				*tf++
+			}
+			if f == int(FieldName) && k < b.nameParts && b.part[n] != docNo {
+				b.part[n] = docNo
+				distinctParts++
+			}
+		}
+	}
+	meta.nameParts = uint8(min(distinctParts, math.MaxUint8))
+	for i, n := range b.order {
+		p := posting{doc: uint32(docNo), tf: b.tfs[i], namePart: b.part[n] == docNo}
+		for f, tf := range p.tf {
+			if tf != 0 {
+				p.fields |= 1 << f
+			}
+		}
+		b.pairs = append(b.pairs, termPosting{term: n, p: p})
+	}
+	return meta
 }
 
 // termPosting is a posting tagged with its segment-local term number,
