@@ -345,16 +345,23 @@ func TestConcurrentUse(t *testing.T) {
 			}
 		}()
 	}
+	for w := range 2 { // two writers: segment builds run concurrently too
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 100 {
+				name := fmt.Sprintf("churn%d-%d", w, i%3)
+				ix.Upsert(name, syntheticDocs(i, 20))
+				if i%2 == 0 {
+					ix.Remove(name)
+				}
+			}
+		}()
+	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		for i := range 100 {
-			name := fmt.Sprintf("churn%d", i%3)
-			ix.Upsert(name, syntheticDocs(i, 20))
-			if i%2 == 0 {
-				ix.Remove(name)
-			}
-		}
+		ix.UpsertAll([]ServerDocs{{Server: "bulk1", Docs: syntheticDocs(1, 30)}, {Server: "bulk2", Docs: syntheticDocs(2, 30)}})
 	}()
 	wg.Wait()
 	if res := ix.Search("github::create_issue", 1); len(res.Hits) != 1 || !res.Hits[0].Exact {
