@@ -75,6 +75,7 @@ func (p *Pool) Connect(ctx context.Context, specs []Spec) error {
 		go func() {
 			start := time.Now()
 			u := newUpstream(spec, p.environ, p.relay)
+			u.maxLine = p.cfg.MaxResultBytes
 			timeout := p.cfg.EffectiveConnectTimeout(spec.Config)
 			cctx, cancel := context.WithTimeout(ctx, timeout)
 			err := u.connect(cctx, p.life)
@@ -118,12 +119,19 @@ func (p *Pool) Connect(ctx context.Context, specs []Spec) error {
 	return errors.Join(errs...)
 }
 
-// Statuses returns every configured server's status, sorted by name.
+// Statuses returns every configured server's status, sorted by name. A
+// stdio server whose process has ended since it connected shows as not
+// connected, with how it ended.
 func (p *Pool) Statuses() []ServerStatus {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	out := make([]ServerStatus, 0, len(p.statuses))
 	for _, s := range p.statuses {
+		if u := p.ups[s.Name]; s.Connected && u != nil {
+			if why := u.lost(); why != "" {
+				s.Connected, s.Error = false, "lost: "+why
+			}
+		}
 		out = append(out, s)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })

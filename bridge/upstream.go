@@ -1,15 +1,18 @@
 package bridge
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -62,9 +65,12 @@ type upstream struct {
 
 	client *client.Client
 	tr     transport.Interface
-	cmd    *exec.Cmd // stdio only: to kill the whole process group on close
+	child  *child // stdio only: the server's process
 	stderr *tailBuffer
 	nextID atomic.Int64
+	// maxLine bounds one message on a stdio server's stdout (the config's
+	// max_result_bytes); 0 means defaultMaxLine.
+	maxLine int64
 
 	mu           sync.RWMutex
 	tools        []mcp.Tool
@@ -143,12 +149,14 @@ func (u *upstream) newTransport() (transport.Interface, error) {
 	cfg := s.Config
 	switch cfg.UpstreamTransport() {
 	case config.TransportStdio:
-		env := make([]string, 0, len(cfg.Env))
-		for k, v := range cfg.Env {
-			env = append(env, k+"="+v)
+		c, err := u.startChild(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("starting: %w", err)
 		}
-		return transport.NewStdioWithOptions(cfg.Command, env, cfg.Args,
-			transport.WithCommandFunc(u.command)), nil
+		u.child = c
+		// mcp-go's own stdio transport would run the process itself; over
+		// plain pipes the gateway keeps the process and the read bound.
+		return transport.NewIO(c.limitedStdout(), c.stdin, nil), nil
 	case config.TransportSSE:
 		return transport.NewSSE(cfg.URL, transport.WithHeaders(cfg.Headers))
 	case config.TransportStreamableHTTP:
@@ -160,72 +168,210 @@ func (u *upstream) newTransport() (transport.Interface, error) {
 	return nil, fmt.Errorf("unknown transport %q", cfg.UpstreamTransport())
 }
 
-// command builds the child process. It runs in its own process group so
-// that closing kills grandchildren too (npx starts node as a child), and
-// with a parent-death signal so that it dies even if toolbridge is killed
-// with SIGKILL.
-func (u *upstream) command(_ context.Context, command string, env, args []string) (*exec.Cmd, error) {
-	cmd := exec.Command(command, args...)
-	cmd.Env = append(append([]string(nil), u.environ...), env...)
-	cmd.Dir = u.spec.Config.Cwd
+// defaultMaxLine is the bound on one stdout message when the config
+// gives none (config.Default's max_result_bytes).
+const defaultMaxLine = 10 << 20
+
+// child is a stdio server's process. The gateway runs it itself, not
+// through mcp-go's stdio transport, for three reasons: stdout is read
+// through a bound on line length (mcp-go holds a line in memory until its
+// newline, so a server flooding stdout without one would grow the gateway
+// without end); the process is reaped the moment it exits, so the gateway
+// can say how it ended; and stopping follows the MCP spec's order (close
+// stdin, then SIGTERM, then SIGKILL) over the whole process group.
+type child struct {
+	cmd    *exec.Cmd
+	stdin  *os.File // the write end of the child's stdin
+	stdout *os.File // the read end of the child's stdout
+	limit  int64
+	exited chan struct{} // closed once the process is reaped
+
+	mu     sync.Mutex
+	killed bool  // the gateway sent SIGKILL (not news when reporting)
+	cut    error // why the gateway stopped reading stdout, if it did
+}
+
+// startChild starts the server in its own process group, so that stopping
+// it reaches grandchildren too (npx starts node as a child), and with a
+// parent-death signal, so that it dies even if toolbridge is killed with
+// SIGKILL.
+func (u *upstream) startChild(cfg config.Server) (*child, error) {
+	cmd := exec.Command(cfg.Command, cfg.Args...)
+	cmd.Env = append([]string(nil), u.environ...)
+	for k, v := range cfg.Env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Dir = cfg.Cwd
 	cmd.Stderr = u.stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-	// A grandchild that keeps stderr open must not hold up Wait forever.
+	// A grandchild that keeps stderr open must not hold up Wait for long.
 	cmd.WaitDelay = 2 * time.Second
-	u.cmd = cmd
-	return cmd, nil
+	// Pipes as files, not cmd.StdoutPipe: Wait would close the read end
+	// while mcp-go may still be reading what the child wrote last.
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("creating stdin pipe: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		_, _ = inR.Close(), inW.Close()
+		return nil, fmt.Errorf("creating stdout pipe: %w", err)
+	}
+	cmd.Stdin, cmd.Stdout = inR, outW
+	err = cmd.Start()
+	_, _ = inR.Close(), outW.Close() // the child has its own copies
+	if err != nil {
+		_, _ = inW.Close(), outR.Close()
+		return nil, err
+	}
+	limit := u.maxLine
+	if limit <= 0 {
+		limit = defaultMaxLine
+	}
+	c := &child{cmd: cmd, stdin: inW, stdout: outR, limit: limit, exited: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		close(c.exited)
+	}()
+	return c, nil
+}
+
+func (c *child) pid() int { return c.cmd.Process.Pid }
+
+// kill sends SIGKILL to the child's whole process group.
+func (c *child) kill() {
+	c.mu.Lock()
+	c.killed = true
+	c.mu.Unlock()
+	_ = syscall.Kill(-c.pid(), syscall.SIGKILL)
+}
+
+// waitExit reports whether the child was reaped within d.
+func (c *child) waitExit(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-c.exited:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// stop ends the child once its stdin is closed (the transport's Close
+// does that): it gets grace to exit, then SIGTERM and grace again, then
+// SIGKILL. Whatever is left in its process group is killed, and the stdout
+// read end is closed, which ends mcp-go's reader.
+func (c *child) stop(grace time.Duration) {
+	if !c.waitExit(grace) {
+		_ = syscall.Kill(-c.pid(), syscall.SIGTERM)
+		if !c.waitExit(grace) {
+			c.kill()
+			<-c.exited // SIGKILL, then at most WaitDelay for stderr
+		}
+	}
+	// The leader is gone; anything left in its group is an orphan-to-be.
+	// ESRCH (nothing left) is the normal case.
+	_ = syscall.Kill(-c.pid(), syscall.SIGKILL)
+	_ = c.stdout.Close()
+}
+
+// ended describes how the child ended, once it has: an exit status, or a
+// signal other than a SIGKILL the gateway sent itself; plus why the gateway
+// cut its stdout, if it did. It is empty while the child runs.
+func (c *child) ended() string {
+	select {
+	case <-c.exited:
+	default:
+		return ""
+	}
+	c.mu.Lock()
+	killed, cut := c.killed, c.cut
+	c.mu.Unlock()
+	var parts []string
+	if cut != nil {
+		parts = append(parts, cut.Error())
+	}
+	st := c.cmd.ProcessState
+	ws, _ := st.Sys().(syscall.WaitStatus)
+	switch {
+	case st.Exited():
+		parts = append(parts, fmt.Sprintf("the process exited with status %d", st.ExitCode()))
+	case ws.Signaled() && (ws.Signal() != syscall.SIGKILL || !killed):
+		parts = append(parts, "the process was killed by "+st.String())
+	}
+	return strings.Join(parts, "; ")
+}
+
+// limitedStdout is the child's stdout, cut (and the child killed) once one
+// line passes the limit.
+func (c *child) limitedStdout() io.Reader {
+	return &lineLimiter{r: c.stdout, max: c.limit, over: func(err error) {
+		c.mu.Lock()
+		c.cut = err
+		c.mu.Unlock()
+		c.kill()
+	}}
+}
+
+// lineLimiter passes a reader through and fails once a line (the bytes
+// since the last newline) grows past max.
+type lineLimiter struct {
+	r    io.Reader
+	max  int64
+	line int64
+	over func(error)
+	err  error
+}
+
+func (l *lineLimiter) Read(p []byte) (int, error) {
+	if l.err != nil {
+		return 0, l.err
+	}
+	n, err := l.r.Read(p)
+	if i := bytes.LastIndexByte(p[:n], '\n'); i >= 0 {
+		l.line = int64(n - i - 1)
+	} else {
+		l.line += int64(n)
+	}
+	if l.line > l.max {
+		l.err = fmt.Errorf("the server wrote a message longer than %d bytes on stdout (max_result_bytes)", l.max)
+		l.over(l.err)
+		return 0, l.err
+	}
+	return n, err
 }
 
 // abort stops an upstream whose connect failed and returns err with what
 // the child left behind: how it ended and the tail of its stderr, which is
 // usually where the real reason is. A child that is still running never
 // became a session, so it gets no graceful shutdown: its whole process
-// group is killed at once, rather than after the seconds a graceful close
-// gives a child that ignores its closed stdin.
+// group is killed at once.
 func (u *upstream) abort(err error) error {
-	if u.cmd != nil && u.cmd.Process != nil {
-		_ = syscall.Kill(-u.cmd.Process.Pid, syscall.SIGKILL)
+	if u.child != nil {
+		u.child.kill()
 	}
-	// Once the transport has waited for the child, its exit status is set
-	// and the copy of its stderr is complete.
-	if closeErr := u.stop(); u.cmd != nil && !errors.Is(closeErr, transport.ErrChildShutdownTimeout) {
-		if how := howEnded(u.cmd.ProcessState); how != "" {
-			err = fmt.Errorf("%w; the process %s", err, how)
+	_ = u.stop()
+	if u.child != nil {
+		if how := u.child.ended(); how != "" {
+			err = fmt.Errorf("%w; %s", err, how)
 		}
 	}
+	// The child is reaped: the copy of its stderr is complete.
 	if tail := u.stderr.String(); tail != "" {
 		err = fmt.Errorf("%w; stderr: %s", err, tail)
 	}
 	return err
 }
 
-// howEnded describes a child's end when the child itself chose it: an exit
-// status, or a signal other than the SIGKILL abort sends. It is empty when
-// the child never started or abort killed it.
-func howEnded(st *os.ProcessState) string {
-	if st == nil {
-		return ""
-	}
-	if st.Exited() {
-		return fmt.Sprintf("exited with status %d", st.ExitCode())
-	}
-	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() != syscall.SIGKILL {
-		return "was killed by " + st.String()
-	}
-	return ""
-}
+// close ends the session and, for stdio, stops the process and its group.
+func (u *upstream) close() error { return u.stop() }
 
-// close ends the session and, for stdio, stops the whole process group.
-func (u *upstream) close() error {
-	err := u.stop()
-	if errors.Is(err, transport.ErrChildShutdownTimeout) {
-		err = nil // stop killed it itself
-	}
-	return err
-}
+// stopGrace is how long a stdio server gets to exit after its stdin
+// closes, and again after SIGTERM.
+const stopGrace = 2 * time.Second
 
-// stop closes the session once and kills what is left of a stdio server's
-// process group. The error is the transport's, unchanged.
+// stop closes the session once and, for stdio, stops the process.
 func (u *upstream) stop() error {
 	u.mu.Lock()
 	if u.closed {
@@ -240,12 +386,41 @@ func (u *upstream) stop() error {
 	} else if u.tr != nil {
 		err = u.tr.Close()
 	}
-	if u.cmd != nil && u.cmd.Process != nil {
-		// The leader is gone by now; anything left in its group is an
-		// orphan-to-be. ESRCH (nothing left) is the normal case.
-		_ = syscall.Kill(-u.cmd.Process.Pid, syscall.SIGKILL)
+	if u.child != nil {
+		u.child.stop(stopGrace)
 	}
 	return err
+}
+
+// explain adds to a failed request what is known of a stdio server's end:
+// a server that died is reported by the transport only as "transport
+// closed". The reaper may trail the transport by a moment, so it is given
+// one.
+func (u *upstream) explain(err error) error {
+	if u.child == nil {
+		return err
+	}
+	u.child.waitExit(250 * time.Millisecond)
+	if how := u.child.ended(); how != "" {
+		return fmt.Errorf("%w; %s", err, how)
+	}
+	return err
+}
+
+// lost returns why a stdio server is gone, or "" while it runs.
+func (u *upstream) lost() string {
+	if u.child == nil {
+		return ""
+	}
+	select {
+	case <-u.child.exited:
+	default:
+		return ""
+	}
+	if how := u.child.ended(); how != "" {
+		return how
+	}
+	return "the process ended"
 }
 
 // request sends one JSON-RPC request and returns the raw result. A context
@@ -267,7 +442,7 @@ func (u *upstream) request(ctx context.Context, method string, params any) (json
 			u.cancel(id, ctx.Err())
 			return nil, ctx.Err()
 		}
-		return nil, err
+		return nil, u.explain(err)
 	}
 	if resp.Error != nil {
 		return nil, &RPCError{Code: resp.Error.Code, Message: resp.Error.Message, Data: resp.Error.Data}

@@ -400,8 +400,9 @@ func TestMalformedJSONRPC(t *testing.T) {
 }
 
 // stuckServer is a stdio MCP server in sh: it answers initialize and
-// tools/list (one tool, stuck_forever) and never answers tools/call, but
-// notes each call in the file named by its first argument.
+// tools/list with two tools and never answers tools/call. stuck_forever
+// notes each call in the file named by its first argument; flood_stdout
+// writes 3 MB to stdout without a newline.
 const stuckServer = `called="$1"
 while IFS= read -r line; do
   id=$(printf '%s' "$line" | sed -n 's/.*"id":\([^,}]*\).*/\1/p')
@@ -409,7 +410,9 @@ while IFS= read -r line; do
     *'"method":"initialize"'*)
       printf '%s\n' "{\"jsonrpc\":\"2.0\",\"id\":$id,\"result\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{\"tools\":{}},\"serverInfo\":{\"name\":\"stuck\",\"version\":\"0\"}}}" ;;
     *'"method":"tools/list"'*)
-      printf '%s\n' "{\"jsonrpc\":\"2.0\",\"id\":$id,\"result\":{\"tools\":[{\"name\":\"stuck_forever\",\"description\":\"Never answers\",\"inputSchema\":{\"type\":\"object\"}}]}}" ;;
+      printf '%s\n' "{\"jsonrpc\":\"2.0\",\"id\":$id,\"result\":{\"tools\":[{\"name\":\"stuck_forever\",\"description\":\"Never answers\",\"inputSchema\":{\"type\":\"object\"}},{\"name\":\"flood_stdout\",\"description\":\"Floods stdout\",\"inputSchema\":{\"type\":\"object\"}}]}}" ;;
+    *'"name":"flood_stdout"'*)
+      head -c 3000000 /dev/zero | tr '\0' x ;;
     *'"method":"tools/call"'*)
       echo "$id" >> "$called" ;;
   esac
@@ -486,5 +489,42 @@ func TestUpstreamDiesDuringCall(t *testing.T) {
 	}
 	if isErr, text := p.callTool(ctx, "reverse_text", map[string]any{"text": "ok"}); isErr || text != "ko" {
 		t.Errorf("reverse_text after the stuck server died: isError=%v %q", isErr, text)
+	}
+}
+
+// TestUpstreamFloodsStdout: a server that writes past max_result_bytes
+// without a newline, while connecting or in answer to a call, is cut off
+// with an error naming it and the limit, instead of growing the gateway's
+// memory line by line until the connect or call timeout (or for ever).
+func TestUpstreamFloodsStdout(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cfg, _ := stuckConfig(t, "max_result_bytes: 1048576\ntimeouts:\n  connect: 1m\n  call: 10m\n")
+	// A second config file: the same servers plus one that floods at once.
+	data, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flooding := pidFileScript(filepath.Join(t.TempDir(), "flood.pids"), "head -c 5000000 /dev/zero; wait")
+	cfg = writeConfig(t, "flood.yaml", string(data)+"  flood:\n    command: sh\n    args: [-c, "+yamlString(flooding)+"]\n")
+
+	p := startRaw(t, nil, "serve", "--config", cfg, "--mode", "off")
+	initCtx, initCancel := context.WithTimeout(ctx, 30*time.Second) // far below connect: 1m
+	p.initialize(initCtx)
+	initCancel()
+	line := regexp.MustCompile(`✗ flood\s.*`).FindString(p.stderrText())
+	if !strings.Contains(line, "1048576") || !strings.Contains(line, "max_result_bytes") {
+		t.Errorf("the failure line for flood does not name the limit: %q\nstderr:\n%s", line, p.stderrText())
+	}
+
+	callCtx, callCancel := context.WithTimeout(ctx, 30*time.Second) // far below call: 10m
+	defer callCancel()
+	isErr, text := p.callTool(callCtx, "flood_stdout", map[string]any{})
+	t.Logf("flood_stdout: isError=%v %q", isErr, text)
+	if !isErr || !strings.Contains(text, `"stuck"`) || !strings.Contains(text, "max_result_bytes") {
+		t.Errorf("flood_stdout: isError=%v %q, want an isError result naming server \"stuck\" and max_result_bytes", isErr, text)
+	}
+	if isErr, text := p.callTool(ctx, "reverse_text", map[string]any{"text": "ok"}); isErr || text != "ko" {
+		t.Errorf("reverse_text after a server flooded: isError=%v %q", isErr, text)
 	}
 }

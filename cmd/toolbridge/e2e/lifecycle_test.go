@@ -714,3 +714,45 @@ func TestReadyzWithoutServers(t *testing.T) {
 	}
 	exitedCleanly(t, h.cmd.ProcessState, nil, h.stderr.String())
 }
+
+// TestReadyzShowsLostServer: when a stdio server's process dies after it
+// connected, /readyz reports it as not connected, with how it ended, while
+// the gateway stays ready on the other server.
+func TestReadyzShowsLostServer(t *testing.T) {
+	h := startHTTPProc(t, "--config", demoConfig(t, "", ""), "--mode", "off")
+	waitForDemoChildren(t, h.cmd.Process.Pid)
+	math := findChild(t, h.cmd.Process.Pid, "demo-server math")
+	if err := testenv.KillProcessGroup(math); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		code, r := getReadyz(t, h.base)
+		var mathStatus, textStatus string
+		for _, s := range r.Servers {
+			switch s.Name {
+			case "math":
+				if !s.Connected {
+					mathStatus = s.Error
+				}
+			case "text":
+				if s.Connected {
+					textStatus = "up"
+				}
+			}
+		}
+		if mathStatus != "" {
+			if !strings.Contains(mathStatus, "killed") {
+				t.Errorf("/readyz math error %q does not say how it ended", mathStatus)
+			}
+			if code != http.StatusOK || !r.Ready || textStatus != "up" {
+				t.Errorf("/readyz after math died: %d ready=%v text=%q, want 200, ready, text up", code, r.Ready, textStatus)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz still shows math connected 20s after its process was killed: %+v", r)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
