@@ -187,8 +187,9 @@ type child struct {
 	exited chan struct{} // closed once the process is reaped
 
 	mu     sync.Mutex
-	killed bool  // the gateway sent SIGKILL (not news when reporting)
-	cut    error // why the gateway stopped reading stdout, if it did
+	killed bool   // the gateway sent SIGKILL (not news when reporting)
+	cut    error  // why the gateway stopped reading stdout, if it did
+	junk   string // the first stdout line that cannot be JSON-RPC
 }
 
 // startChild starts the server in its own process group, so that stopping
@@ -286,11 +287,16 @@ func (c *child) ended() string {
 		return ""
 	}
 	c.mu.Lock()
-	killed, cut := c.killed, c.cut
+	killed, cut, junk := c.killed, c.cut, c.junk
 	c.mu.Unlock()
 	var parts []string
 	if cut != nil {
 		parts = append(parts, cut.Error())
+	}
+	if junk != "" {
+		// The usual cause: a server that logs to stdout, where mcp-go
+		// skips what is not JSON and the answers may never come.
+		parts = append(parts, fmt.Sprintf("stdout had a line that is not JSON-RPC: %q (logs belong on stderr)", junk))
 	}
 	st := c.cmd.ProcessState
 	ws, _ := st.Sys().(syscall.WaitStatus)
@@ -311,24 +317,39 @@ func (c *child) limitedStdout() io.Reader {
 		c.cut = err
 		c.mu.Unlock()
 		c.kill()
+	}, onJunk: func(line string) {
+		c.mu.Lock()
+		c.junk = line
+		c.mu.Unlock()
 	}}
 }
 
 // lineLimiter passes a reader through and fails once a line (the bytes
-// since the last newline) grows past max.
+// since the last newline) grows past max. Until it has found one, it also
+// looks for a line that cannot be JSON-RPC (one not starting with "{") and
+// reports the first to onJunk.
 type lineLimiter struct {
-	r    io.Reader
-	max  int64
-	line int64
-	over func(error)
-	err  error
+	r      io.Reader
+	max    int64
+	line   int64
+	over   func(error)
+	err    error
+	onJunk func(string)
+	head   []byte // the start of the current line, up to junkLen bytes
+	found  bool
 }
+
+// junkLen is how much of a non-JSON line is kept for the error message.
+const junkLen = 120
 
 func (l *lineLimiter) Read(p []byte) (int, error) {
 	if l.err != nil {
 		return 0, l.err
 	}
 	n, err := l.r.Read(p)
+	if !l.found {
+		l.scan(p[:n])
+	}
 	if i := bytes.LastIndexByte(p[:n], '\n'); i >= 0 {
 		l.line = int64(n - i - 1)
 	} else {
@@ -340,6 +361,29 @@ func (l *lineLimiter) Read(p []byte) (int, error) {
 		return 0, l.err
 	}
 	return n, err
+}
+
+// scan checks each line completed in b.
+func (l *lineLimiter) scan(b []byte) {
+	for len(b) > 0 && !l.found {
+		i := bytes.IndexByte(b, '\n')
+		seg := b
+		if i >= 0 {
+			seg = b[:i]
+		}
+		if room := junkLen - len(l.head); room > 0 {
+			l.head = append(l.head, seg[:min(room, len(seg))]...)
+		}
+		if i < 0 {
+			return
+		}
+		if line := bytes.TrimSpace(l.head); len(line) > 0 && line[0] != '{' {
+			l.found = true
+			l.onJunk(string(line))
+		}
+		l.head = l.head[:0]
+		b = b[i+1:]
+	}
 }
 
 // abort stops an upstream whose connect failed and returns err with what

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -185,7 +187,8 @@ serve:
 // TestBadUpstreamsNextToWorkingOnes configures every kind of broken
 // upstream next to two working ones: a command that does not exist, one
 // that exits at once, one that prints garbage, one that never answers
-// initialize, and an HTTP server whose port refuses connections. Each gets
+// initialize, an HTTP server whose port refuses connections and one that
+// accepts them but never answers. Each gets
 // one progress line on stderr naming it with a reason; the working tools
 // are listed and callable; stdout carries only JSON-RPC; the processes of
 // the broken servers, grandchildren included, are killed; and nothing is
@@ -197,7 +200,9 @@ func TestBadUpstreamsNextToWorkingOnes(t *testing.T) {
 	garbagePids := filepath.Join(dir, "garbage.pids")
 	silentPids := filepath.Join(dir, "silent.pids")
 	refused := fmt.Sprintf("http://127.0.0.1:%d/mcp", testenv.FreePort(t))
+	blackhole := blackholeURL(t)
 	cfg := demoConfig(t, "timeouts:\n  connect: 2s\n", ""+
+		"  blackhole:\n    url: "+blackhole+"\n"+
 		"  missing:\n    command: /nonexistent/mcp-server\n"+
 		"  exits:\n    command: sh\n    args: [-c, "+yamlString("echo 'fatal: MCP_API_KEY is not set' >&2; exit 3")+"]\n"+
 		"  garbage:\n    command: sh\n    args: [-c, "+yamlString(pidFileScript(garbagePids, "while true; do echo garbage; sleep 0.1; done"))+"]\n"+
@@ -208,13 +213,15 @@ func TestBadUpstreamsNextToWorkingOnes(t *testing.T) {
 	p.initialize(ctx) // answered once every server connected or failed
 
 	stderr := p.stderrText()
+	t.Logf("progress lines:\n%s", stderr)
 	lines := strings.Split(stderr, "\n")
 	reasons := map[string][]string{
-		"missing": {"/nonexistent/mcp-server", "no such file or directory"},
-		"exits":   {"exited with status 3", "fatal: MCP_API_KEY is not set"},
-		"garbage": {"no answer to initialize", "2s"},
-		"silent":  {"no answer to initialize", "2s"},
-		"refused": {"connection refused"},
+		"missing":   {"/nonexistent/mcp-server", "no such file or directory"},
+		"exits":     {"exited with status 3", "fatal: MCP_API_KEY is not set"},
+		"garbage":   {"no answer to initialize", "2s", `not JSON-RPC: "garbage"`},
+		"silent":    {"no answer to initialize", "2s"},
+		"refused":   {"connection refused"},
+		"blackhole": {"2s"},
 	}
 	for name, want := range reasons {
 		var found []string
@@ -266,6 +273,41 @@ func TestBadUpstreamsNextToWorkingOnes(t *testing.T) {
 	// The broken servers' processes, and the sleep each started in the
 	// background, are gone: failing servers are stopped with their group.
 	waitGone(t, append(readPids(t, garbagePids, 2), readPids(t, silentPids, 2)...))
+}
+
+// blackholeURL is an HTTP endpoint on loopback that accepts connections
+// and never answers.
+func blackholeURL(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	return "http://" + ln.Addr().String() + "/mcp"
 }
 
 // findChild returns the pid of the descendant of pid whose command line
