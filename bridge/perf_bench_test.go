@@ -1,0 +1,448 @@
+package bridge
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolbridge/toolbridge/config"
+)
+
+// The budgets of issue #8, each measured by one benchmark; comparisons are
+// made inside one run, so the ratio holds on a shared, noisy machine:
+//
+//	go test ./bridge -run '^$' -bench 'ToolSearch10k|ToolCallAdded|CatalogMemory|HTTPSessionMemory|HTTPThroughput' -count 5 | tee perf.txt
+//	go run golang.org/x/perf/cmd/benchstat@latest perf.txt
+//
+// Each latency benchmark reports its own p50 and p99 (p50-ns, p99-ns)
+// besides the mean (ns/op).
+
+// catalogSize is the catalog of the budgets: 10,000 deferred tools.
+const catalogSize = 10000
+
+// BenchmarkToolSearch10k measures tool_search over 10,000 deferred tools
+// through the whole MCP path (budget: p99 under 2 ms): a client calling
+// the meta-tool in process, and over stdio (ServeStdio on a pair of OS
+// pipes, as the toolbridge binary serves its stdin and stdout).
+func BenchmarkToolSearch10k(b *testing.B) {
+	g := newTestGateway(b, config.ModeOn, synthUpstreams(b, catalogSize))
+	if n := len(g.Catalog().Deferred); n != catalogSize {
+		b.Fatalf("%d deferred tools, want %d", n, catalogSize)
+	}
+	queries := keywordQueries(b)
+	for _, tc := range []struct {
+		name   string
+		client func(testing.TB, *Gateway) *client.Client
+	}{
+		{"client=inprocess", func(tb testing.TB, g *Gateway) *client.Client {
+			c, err := client.NewInProcessClient(g.MCPServer())
+			if err != nil {
+				tb.Fatal(err)
+			}
+			return startClient(tb, c)
+		}},
+		{"client=stdio", stdioPipeClient},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			c := tc.client(b, g)
+			ctx := context.Background()
+			var lat []time.Duration
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				req := mcp.CallToolRequest{}
+				req.Params.Name = MetaSearch
+				req.Params.Arguments = map[string]any{"query": queries[i%len(queries)], "limit": 5}
+				start := time.Now()
+				res, err := c.CallTool(ctx, req)
+				lat = append(lat, time.Since(start))
+				if err != nil || res.IsError {
+					b.Fatalf("tool_search %q: %v %+v", queries[i%len(queries)], err, res)
+				}
+				i++
+			}
+			reportQuantiles(b, lat, "")
+		})
+	}
+}
+
+// BenchmarkToolCallAdded measures what the gateway adds to one call
+// (budgets: median under 50 µs for an in-process upstream, under 10% for a
+// stdio one). Each iteration makes the same call three ways, back to back,
+// so all three see the same machine: directly on the upstream, through
+// the gateway in pass-through, and through tool_call. It reports each
+// way's p50 and p99, and the added median in ns and percent.
+func BenchmarkToolCallAdded(b *testing.B) {
+	b.Run("upstream=inprocess", func(b *testing.B) {
+		direct, err := client.NewInProcessClient(echoServer("up"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		startClient(b, direct)
+		pass := benchGateway(b, config.ModeOff, Spec{Name: "up", InProcess: echoServer("up")})
+		bridged := benchGateway(b, config.ModeOn, Spec{Name: "up", InProcess: echoServer("up")})
+		runAdded(b, direct, pass, bridged, echoCall("echo", false), echoCall("echo", true))
+	})
+	b.Run("upstream=stdio", func(b *testing.B) {
+		bin := demoServer(b)
+		direct, err := client.NewStdioMCPClient(bin, nil, "math")
+		if err != nil {
+			b.Fatal(err)
+		}
+		startClient(b, direct)
+		spec := Spec{Name: "up", Config: config.Server{Command: bin, Args: []string{"math"}}}
+		pass := benchGateway(b, config.ModeOff, spec)
+		bridged := benchGateway(b, config.ModeOn, spec)
+		runAdded(b, direct, pass, bridged, addCall(false), addCall(true))
+	})
+}
+
+// runAdded interleaves a direct call, a pass-through call and a tool_call
+// per iteration and reports their latencies and the added median.
+func runAdded(b *testing.B, direct, pass, bridged *client.Client, plain, meta mcp.CallToolRequest) {
+	b.Helper()
+	ctx := context.Background()
+	timed := func(c *client.Client, req mcp.CallToolRequest) time.Duration {
+		start := time.Now()
+		res, err := c.CallTool(ctx, req)
+		took := time.Since(start)
+		if err != nil || res.IsError {
+			b.Fatalf("%s: %v %+v", req.Params.Name, err, res)
+		}
+		return took
+	}
+	// Warm up: connections, first-use caches, compiled schemas.
+	for range 50 {
+		timed(direct, plain)
+		timed(pass, plain)
+		timed(bridged, meta)
+	}
+	var d, p, t []time.Duration
+	for b.Loop() {
+		d = append(d, timed(direct, plain))
+		p = append(p, timed(pass, plain))
+		t = append(t, timed(bridged, meta))
+	}
+	reportQuantiles(b, d, "direct-")
+	reportQuantiles(b, p, "pass-")
+	reportQuantiles(b, t, "toolcall-")
+	slices.Sort(d)
+	slices.Sort(t)
+	added := quantile(t, 0.5) - quantile(d, 0.5)
+	b.ReportMetric(float64(added.Nanoseconds()), "added-p50-ns")
+	b.ReportMetric(100*float64(added)/float64(quantile(d, 0.5)), "added-%")
+}
+
+// BenchmarkToolCallBreakdown splits a tool_call to a stdio upstream into
+// its layers, interleaved per iteration like BenchmarkToolCallAdded:
+//
+//   - direct: mcp-go's client calling the upstream process itself
+//   - request: the gateway's own request on its upstream transport (what
+//     replaces the direct client's)
+//   - handler: the tool_call handler called as a function: name
+//     resolution, argument validation, spans and hooks, forwarding and
+//     decoding the result
+//   - toolcall: the whole MCP path, an in-process client through mcp-go's
+//     server to the handler
+//
+// handler-request is the gateway's own work; toolcall-handler is mcp-go's
+// in-process client and server.
+func BenchmarkToolCallBreakdown(b *testing.B) {
+	bin := demoServer(b)
+	direct, err := client.NewStdioMCPClient(bin, nil, "math")
+	if err != nil {
+		b.Fatal(err)
+	}
+	startClient(b, direct)
+	g := newTestGateway(b, config.ModeOn, []Spec{{Name: "up", Config: config.Server{Command: bin, Args: []string{"math"}}}})
+	c, err := client.NewInProcessClient(g.MCPServer())
+	if err != nil {
+		b.Fatal(err)
+	}
+	startClient(b, c)
+	u, ok := g.pool.get("up")
+	if !ok {
+		b.Fatal("upstream not connected")
+	}
+	ctx := context.Background()
+	plain, meta := addCall(false), addCall(true)
+	rawArgs := json.RawMessage(`{"a":2,"b":3}`)
+	steps := []struct {
+		name string
+		run  func() error
+	}{
+		{"direct", func() error { return resultErr(direct.CallTool(ctx, plain)) }},
+		{"request", func() error {
+			_, err := u.request(ctx, string(mcp.MethodToolsCall), map[string]any{"name": "add", "arguments": rawArgs})
+			return err
+		}},
+		{"handler", func() error { return resultErr(g.handleCall(ctx, meta)) }},
+		{"toolcall", func() error { return resultErr(c.CallTool(ctx, meta)) }},
+	}
+	lat := make([][]time.Duration, len(steps))
+	for range 50 { // warm-up
+		for _, s := range steps {
+			if err := s.run(); err != nil {
+				b.Fatalf("%s: %v", s.name, err)
+			}
+		}
+	}
+	for b.Loop() {
+		for i, s := range steps {
+			start := time.Now()
+			if err := s.run(); err != nil {
+				b.Fatalf("%s: %v", s.name, err)
+			}
+			lat[i] = append(lat[i], time.Since(start))
+		}
+	}
+	for i, s := range steps {
+		d := slices.Clone(lat[i])
+		slices.Sort(d)
+		b.ReportMetric(float64(quantile(d, 0.5).Nanoseconds()), s.name+"-p50-ns")
+	}
+}
+
+// resultErr folds an isError result into the error.
+func resultErr(res *mcp.CallToolResult, err error) error {
+	if err == nil && res.IsError {
+		return fmt.Errorf("isError result: %+v", res.Content)
+	}
+	return err
+}
+
+// BenchmarkCatalogMemory measures what a gateway holds for 10,000 tools:
+// catalog, classification, search index, the upstreams' tool lists
+// (budget: under 100 MB RSS in total). It reports heap-bytes, the growth
+// of HeapInuse+StackInuse from before Connect to after (the in-process
+// upstream servers are built before and not counted), and rss-bytes, the
+// whole test process's resident set after building (VmRSS, everything
+// included: the test binary, the upstream servers, garbage not yet
+// returned). Run it alone for a clean RSS:
+//
+//	go test ./bridge -run '^$' -bench 'CatalogMemory' -benchtime 1x -count 5
+func BenchmarkCatalogMemory(b *testing.B) {
+	var heap, rss uint64
+	for b.Loop() {
+		specs := synthUpstreams(b, catalogSize)
+		before := liveHeap()
+		cfg := config.Default()
+		cfg.Mode = config.ModeOn
+		cfg.CoreTools = nil
+		g, err := New(&cfg, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := g.Connect(context.Background(), specs); err != nil {
+			b.Fatal(err)
+		}
+		if n := len(g.Catalog().Deferred); n != catalogSize {
+			b.Fatalf("%d deferred tools, want %d", n, catalogSize)
+		}
+		heap = liveHeap() - before
+		rss = procStatus("VmRSS")
+		runtime.KeepAlive(specs)
+		if err := g.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(heap), "heap-bytes")
+	b.ReportMetric(float64(heap)/catalogSize, "heap-bytes/tool")
+	b.ReportMetric(float64(rss), "rss-bytes")
+}
+
+// serveHTTPForBench serves g on 127.0.0.1 and returns the MCP endpoint's
+// URL; the server stops at cleanup.
+func serveHTTPForBench(tb testing.TB, g *Gateway) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- g.ServeHTTP(ctx, ln, 5*time.Second) }()
+	tb.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			tb.Errorf("ServeHTTP: %v", err)
+		}
+	})
+	return "http://" + ln.Addr().String() + "/mcp"
+}
+
+// serveUpstreamHTTP serves an MCP server directly over streamable HTTP on
+// 127.0.0.1, for the direct side of a comparison.
+func serveUpstreamHTTP(tb testing.TB, s *server.MCPServer) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv := &http.Server{Handler: server.NewStreamableHTTPServer(s, server.WithEndpointPath("/mcp")), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
+	return "http://" + ln.Addr().String() + "/mcp"
+}
+
+// loopbackHTTPClient keeps enough idle connections for every session, so
+// a load of concurrent sessions does not churn through loopback ports.
+func loopbackHTTPClient(tb testing.TB, conns int) *http.Client {
+	tb.Helper()
+	tr := &http.Transport{MaxIdleConns: conns, MaxIdleConnsPerHost: conns, IdleConnTimeout: 30 * time.Second}
+	tb.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr, Timeout: 30 * time.Second}
+}
+
+// httpSession opens one streamable-HTTP MCP session at url.
+func httpSession(tb testing.TB, url string, hc *http.Client) *client.Client {
+	tb.Helper()
+	c, err := client.NewStreamableHttpClient(url, transport.WithHTTPBasicClient(hc))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return startClient(tb, c)
+}
+
+// BenchmarkHTTPSessionMemory measures what one idle streamable-HTTP session
+// costs the gateway (budget: under 64 KB). Each iteration opens 200
+// sessions (initialize + notifications/initialized, as a client does, over
+// a few shared keep-alive connections) and reports the growth of
+// HeapInuse+StackInuse per session; the client side of this process keeps
+// only the session ids. The sessions are ended (DELETE) afterwards.
+func BenchmarkHTTPSessionMemory(b *testing.B) {
+	const sessions = 200
+	g := newTestGateway(b, config.ModeOn, []Spec{{Name: "up", InProcess: echoServer("up")}})
+	url := serveHTTPForBench(b, g)
+	hc := loopbackHTTPClient(b, 4)
+	post := func(session string, body string) (string, error) {
+		req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader([]byte(body)))
+		if err != nil {
+			return "", err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		_, _ = io.Copy(io.Discard, resp.Body)
+		if resp.StatusCode >= 300 {
+			return "", fmt.Errorf("%s: HTTP %d", body, resp.StatusCode)
+		}
+		return resp.Header.Get("Mcp-Session-Id"), nil
+	}
+	initBody := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + mcp.LATEST_PROTOCOL_VERSION + `","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}`
+	var perSession float64
+	for b.Loop() {
+		before := liveHeap()
+		ids := make([]string, 0, sessions)
+		for range sessions {
+			id, err := post("", initBody)
+			if err != nil || id == "" {
+				b.Fatalf("initialize: %v (session %q)", err, id)
+			}
+			if _, err := post(id, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); err != nil {
+				b.Fatal(err)
+			}
+			ids = append(ids, id)
+		}
+		after := liveHeap()
+		perSession = (float64(after) - float64(before)) / sessions
+		for _, id := range ids {
+			req, _ := http.NewRequest(http.MethodDelete, url, nil)
+			req.Header.Set("Mcp-Session-Id", id)
+			if resp, err := hc.Do(req); err == nil {
+				_ = resp.Body.Close()
+			}
+		}
+	}
+	b.ReportMetric(perSession, "bytes/session")
+}
+
+// BenchmarkHTTPThroughput sends tool calls from 50 concurrent
+// streamable-HTTP sessions (budget: at least 5,000 tool_call/s on the
+// project's 2-core machine). direct calls a trivial upstream served over
+// streamable HTTP itself; gateway calls the same kind of upstream,
+// in-process behind the gateway, through tool_call. Both report calls/s;
+// their ratio is the gateway's cost under load.
+func BenchmarkHTTPThroughput(b *testing.B) {
+	const sessions = 50
+	b.Run("path=direct", func(b *testing.B) {
+		url := serveUpstreamHTTP(b, echoServer("up"))
+		runThroughput(b, url, sessions, echoCall("echo", false))
+	})
+	b.Run("path=gateway", func(b *testing.B) {
+		g := newTestGateway(b, config.ModeOn, []Spec{{Name: "up", InProcess: echoServer("up")}})
+		runThroughput(b, serveHTTPForBench(b, g), sessions, echoCall("echo", true))
+	})
+}
+
+// runThroughput opens sessions clients on url and shares b.N calls of req
+// among them, each client calling in a loop; it reports calls/s and the
+// per-call p50 and p99.
+func runThroughput(b *testing.B, url string, sessions int, req mcp.CallToolRequest) {
+	b.Helper()
+	hc := loopbackHTTPClient(b, sessions*2)
+	clients := make([]*client.Client, sessions)
+	for i := range clients {
+		clients[i] = httpSession(b, url, hc)
+	}
+	ctx := context.Background()
+	for _, c := range clients { // warm-up: one call per session
+		if res, err := c.CallTool(ctx, req); err != nil || res.IsError {
+			b.Fatalf("warm-up: %v %+v", err, res)
+		}
+	}
+	var lat latencies
+	var failures atomic.Int64
+	var next atomic.Int64
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for _, c := range clients {
+		wg.Go(func() {
+			for next.Add(1) <= int64(b.N) {
+				t0 := time.Now()
+				res, err := c.CallTool(ctx, req)
+				lat.add(time.Since(t0))
+				if err != nil || res.IsError {
+					failures.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	if n := failures.Load(); n > 0 {
+		b.Fatalf("%d of %d calls failed", n, b.N)
+	}
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "calls/s")
+	s := lat.sorted()
+	b.ReportMetric(float64(quantile(s, 0.50).Nanoseconds()), "p50-ns")
+	b.ReportMetric(float64(quantile(s, 0.99).Nanoseconds()), "p99-ns")
+}

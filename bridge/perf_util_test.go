@@ -1,0 +1,258 @@
+package bridge
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolbridge/toolbridge/config"
+)
+
+// Helpers shared by the performance benchmarks (perf_bench_test.go) and the
+// load test (load_test.go).
+
+// latencies collects call durations; safe for concurrent use.
+type latencies struct {
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+func (l *latencies) add(d time.Duration) {
+	l.mu.Lock()
+	l.d = append(l.d, d)
+	l.mu.Unlock()
+}
+
+// sorted returns a sorted copy of the durations.
+func (l *latencies) sorted() []time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := slices.Clone(l.d)
+	slices.Sort(out)
+	return out
+}
+
+// quantile returns the p-quantile (0..1) of sorted durations, 0 if none.
+func quantile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[min(len(sorted)-1, int(p*float64(len(sorted))))]
+}
+
+// reportQuantiles reports the p50 and p99 of d as prefix+"p50-ns" and
+// prefix+"p99-ns".
+func reportQuantiles(b *testing.B, d []time.Duration, prefix string) {
+	b.Helper()
+	s := slices.Clone(d)
+	slices.Sort(s)
+	b.ReportMetric(float64(quantile(s, 0.50).Nanoseconds()), prefix+"p50-ns")
+	b.ReportMetric(float64(quantile(s, 0.99).Nanoseconds()), prefix+"p99-ns")
+}
+
+// synthToolsPerServer is the size of the synthetic servers: real MCP
+// servers carry a few to a few dozen tools.
+const synthToolsPerServer = 40
+
+// synthUpstreams returns n tools spread over in-process servers of
+// synthToolsPerServer tools each. The tools are copies of the 99 tools of
+// the MCP reference servers (testdata/reference-servers), schemas and
+// descriptions byte for byte, each copy after the first with a suffix on
+// its name, so searches and parameter summaries work on real shapes.
+func synthUpstreams(tb testing.TB, n int) []Spec {
+	tb.Helper()
+	base := referenceTools(tb)
+	var specs []Spec
+	var up *server.MCPServer
+	names := map[string]bool{}
+	for i := range n {
+		if i%synthToolsPerServer == 0 {
+			name := fmt.Sprintf("srv%04d", i/synthToolsPerServer)
+			up = server.NewMCPServer(name, "1.0.0", server.WithToolCapabilities(true))
+			specs = append(specs, Spec{Name: name, InProcess: up})
+			clear(names)
+		}
+		tool := base[i%len(base)]
+		if copyNo := i / len(base); copyNo > 0 {
+			tool.Name += "_v" + strconv.Itoa(copyNo)
+		}
+		for names[tool.Name] {
+			tool.Name += "_2" // the reference servers share some names
+		}
+		names[tool.Name] = true
+		up.AddTool(tool, okHandler)
+	}
+	return specs
+}
+
+func okHandler(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return mcp.NewToolResultText("ok"), nil
+}
+
+// referenceTools decodes the 99 tools of testdata/reference-servers with
+// their raw schemas.
+func referenceTools(tb testing.TB) []mcp.Tool {
+	tb.Helper()
+	raw, err := os.ReadFile("testdata/reference-servers/catalog.json")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var cat struct {
+		Servers []struct {
+			Tools []json.RawMessage `json:"tools"`
+		} `json:"servers"`
+	}
+	if err := json.Unmarshal(raw, &cat); err != nil {
+		tb.Fatal(err)
+	}
+	var tools []mcp.Tool
+	for _, s := range cat.Servers {
+		for _, r := range s.Tools {
+			t, err := decodeTool(r)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			tools = append(tools, t)
+		}
+	}
+	return tools
+}
+
+// keywordQueries are the keyword queries of the search package's
+// retrieval set: what a model sends to tool_search.
+func keywordQueries(tb testing.TB) []string {
+	tb.Helper()
+	f, err := os.Open("search/testdata/keyword-queries.jsonl")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	var qs []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var q struct {
+			Query string `json:"query"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &q); err != nil {
+			tb.Fatal(err)
+		}
+		qs = append(qs, q.Query)
+	}
+	if err := sc.Err(); err != nil {
+		tb.Fatal(err)
+	}
+	return append(qs, "creat_isue", "slack_post_mesage")
+}
+
+// newTestGateway builds a gateway in front of specs with every tool
+// deferrable (no built-in core names) and closes it at cleanup.
+func newTestGateway(tb testing.TB, mode config.Mode, specs []Spec) *Gateway {
+	tb.Helper()
+	cfg := config.Default()
+	cfg.Mode = mode
+	cfg.CoreTools = nil
+	g, err := New(&cfg, Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = g.Close() })
+	if err := g.Connect(context.Background(), specs); err != nil {
+		tb.Fatal(err)
+	}
+	return g
+}
+
+// startClient starts and initializes c and closes it at cleanup.
+func startClient(tb testing.TB, c *client.Client) *client.Client {
+	tb.Helper()
+	ctx := context.Background()
+	if err := c.Start(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = c.Close() })
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	if _, err := c.Initialize(ctx, init); err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
+// stdioPipeClient serves g over a pair of OS pipes with ServeStdio, as the
+// toolbridge binary serves its stdin and stdout, and returns a client on
+// the other ends. Everything is stopped at cleanup.
+func stdioPipeClient(tb testing.TB, g *Gateway) *client.Client {
+	tb.Helper()
+	toServerR, toServerW, err := os.Pipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	toClientR, toClientW, err := os.Pipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- g.ServeStdio(ctx, toServerR, toClientW, io.Discard)
+		_ = toClientW.Close()
+	}()
+	c := client.NewClient(transport.NewIO(toClientR, toServerW, io.NopCloser(strings.NewReader(""))))
+	tb.Cleanup(func() {
+		_ = toServerW.Close() // EOF on the gateway's stdin ends ServeStdio
+		cancel()
+		if err := <-done; err != nil {
+			tb.Errorf("ServeStdio: %v", err)
+		}
+		_ = toServerR.Close()
+		_ = toClientR.Close()
+	})
+	return startClient(tb, c)
+}
+
+// procStatus returns a field of /proc/self/status in bytes (VmRSS, VmHWM);
+// 0 where /proc is not there.
+func procStatus(field string) uint64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(b)) {
+		rest, ok := strings.CutPrefix(line, field+":")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) == 0 {
+			return 0
+		}
+		kb, _ := strconv.ParseUint(f[0], 10, 64)
+		return kb << 10
+	}
+	return 0
+}
+
+// liveHeap returns HeapInuse+StackInuse after two full collections: the
+// memory the Go runtime holds for live objects and goroutine stacks.
+func liveHeap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse + m.StackInuse
+}

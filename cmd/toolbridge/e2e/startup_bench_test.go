@@ -1,0 +1,160 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// startupServers is how many upstreams the start-up budget is measured
+// with: as many as the MCP reference servers.
+const startupServers = 13
+
+// demoKinds are the demo-server's servers; the 13 upstreams cycle
+// through them, each a process of its own.
+var demoKinds = []string{"notes", "math", "text", "time", "json"}
+
+var (
+	benchDemoOnce sync.Once
+	benchDemoPath string
+	benchDemoErr  error
+)
+
+// benchDemoServer builds examples/servers/demo-server once, next to the
+// toolbridge binary (TestMain removes that directory).
+func benchDemoServer(tb testing.TB) string {
+	tb.Helper()
+	benchDemoOnce.Do(func() {
+		benchDemoPath = filepath.Join(filepath.Dir(binary), "demo-server-bench")
+		out, err := exec.Command("go", "build", "-o", benchDemoPath, "github.com/toolbridge/toolbridge/examples/servers/demo-server").CombinedOutput()
+		if err != nil {
+			benchDemoErr = fmt.Errorf("building demo-server: %w\n%s", err, out)
+		}
+	})
+	if benchDemoErr != nil {
+		tb.Fatal(benchDemoErr)
+	}
+	return benchDemoPath
+}
+
+// timeToToolsList starts command with args as a stdio MCP server and
+// returns how long it took from the start of the process to the answer to
+// its first tools/list (initialize first, as a client does), and how many
+// tools that answer had. The process is stopped before it returns.
+func timeToToolsList(tb testing.TB, command string, args ...string) (time.Duration, int) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var stderr strings.Builder
+	var mu sync.Mutex
+	tr := transport.NewStdioWithOptions(command, nil, args,
+		transport.WithCommandFunc(func(ctx context.Context, command string, env, args []string) (*exec.Cmd, error) {
+			cmd := exec.Command(command, args...)
+			cmd.Env = os.Environ()
+			cmd.Stderr = writerFunc(func(p []byte) (int, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				return stderr.Write(p)
+			})
+			return cmd, nil
+		}))
+	c := client.NewClient(tr)
+	start := time.Now()
+	if err := c.Start(ctx); err != nil {
+		tb.Fatalf("starting %s: %v", command, err)
+	}
+	defer func() { _ = c.Close() }()
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcp.Implementation{Name: "startup-bench", Version: "0"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		mu.Lock()
+		defer mu.Unlock()
+		tb.Fatalf("initializing %s %v: %v\nstderr:\n%s", command, args, err, stderr.String())
+	}
+	res, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+	took := time.Since(start)
+	if err != nil {
+		tb.Fatalf("tools/list of %s %v: %v", command, args, err)
+	}
+	return took, len(res.Tools)
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// startupConfig writes a config with n demo-server upstreams over stdio,
+// each a process of its own, cycling through the demo kinds.
+func startupConfig(tb testing.TB, demo string, n int) string {
+	tb.Helper()
+	var b strings.Builder
+	b.WriteString("mcpServers:\n")
+	for i := range n {
+		fmt.Fprintf(&b, "  %s%02d:\n    command: %s\n    args: [%s]\n", demoKinds[i%len(demoKinds)], i, demo, demoKinds[i%len(demoKinds)])
+	}
+	path := filepath.Join(tb.TempDir(), "startup.yaml")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return path
+}
+
+// BenchmarkStartup measures the start-up budget of issue #8: `toolbridge
+// serve` with 13 stdio upstreams (13 demo-server processes) must answer
+// its first tools/list within the slowest single server's start time plus
+// 100 ms, since it connects to them in parallel. Each iteration measures,
+// back to back on the same machine:
+//
+//   - single-max: each of the 13 upstreams started alone, from process
+//     start to its tools/list answer; the slowest of them
+//   - gateway-1: toolbridge with one upstream (its own start-up cost)
+//   - gateway-13: toolbridge with all 13
+//
+// and reports the median of each, and gateway-13 minus single-max, which
+// the budget caps at 100 ms:
+//
+//	go test ./cmd/toolbridge/e2e -run '^$' -bench Startup -benchtime 20x -count 3
+func BenchmarkStartup(b *testing.B) {
+	demo := benchDemoServer(b)
+	one := startupConfig(b, demo, 1)
+	all := startupConfig(b, demo, startupServers)
+	var single, gw1, gw13, added []time.Duration
+	for b.Loop() {
+		var slowest time.Duration
+		for i := range startupServers {
+			took, n := timeToToolsList(b, demo, demoKinds[i%len(demoKinds)])
+			if n == 0 {
+				b.Fatalf("%s lists no tools", demoKinds[i%len(demoKinds)])
+			}
+			slowest = max(slowest, took)
+		}
+		took1, _ := timeToToolsList(b, binary, "serve", "--config", one)
+		took13, n := timeToToolsList(b, binary, "serve", "--config", all)
+		if n == 0 {
+			b.Fatal("toolbridge with 13 servers lists no tools")
+		}
+		single, gw1, gw13 = append(single, slowest), append(gw1, took1), append(gw13, took13)
+		added = append(added, took13-slowest)
+	}
+	median := func(d []time.Duration) float64 {
+		s := slices.Clone(d)
+		slices.Sort(s)
+		return float64(s[len(s)/2].Microseconds()) / 1000
+	}
+	b.ReportMetric(median(single), "single-max-ms")
+	b.ReportMetric(median(gw1), "gateway-1-ms")
+	b.ReportMetric(median(gw13), "gateway-13-ms")
+	b.ReportMetric(median(added), "added-ms")
+}
