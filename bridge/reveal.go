@@ -4,9 +4,12 @@ import (
 	"context"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolbridge/toolbridge/config"
 )
 
 // revealed tracks, per client session, the deferred tools that tool_search
@@ -56,9 +59,49 @@ func (g *Gateway) reveal(ctx context.Context, hits []SearchHit) {
 	g.revealed.mu.Unlock()
 
 	if changed {
-		_ = g.srv.SendNotificationToSpecificClient(id, string(mcp.MethodNotificationToolsListChanged), nil)
+		g.notifyListChanged(ctx, id)
 	}
 }
+
+// maxNotifyWait bounds how long a list_changed may wait for its request to
+// end (a request context that never ends must not keep a goroutine).
+const maxNotifyWait = 30 * time.Second
+
+// notifyListChanged tells a session its tool list changed.
+//
+// On streamable HTTP this works around an mcp-go v1.2.1 bug: a session's
+// notifications go to whichever stream reads its channel first, and the
+// forwarder of a POST whose call has just answered may still take one and
+// drop it (its select has the channel and its done signal both ready). A
+// list_changed sent at the end of tool_search was lost that way in about one
+// run in three. It is therefore sent after this request is over, and after
+// a short grace for that forwarder to exit, when the session's GET stream is
+// the one that reads it. A POST of the same session running at that moment
+// can still take it and lose it; only a fix in mcp-go removes that.
+// stdio and in-process sessions deliver in order, so they get it at once.
+func (g *Gateway) notifyListChanged(ctx context.Context, sessionID string) {
+	send := func() {
+		_ = g.srv.SendNotificationToSpecificClient(sessionID, string(mcp.MethodNotificationToolsListChanged), nil)
+	}
+	if g.downstream() != config.ServeHTTP {
+		send()
+		return
+	}
+	go func() {
+		timer := time.NewTimer(maxNotifyWait)
+		defer timer.Stop()
+		select {
+		case <-ctx.Done():
+			time.Sleep(forwarderGrace)
+		case <-timer.C:
+		}
+		send()
+	}()
+}
+
+// forwarderGrace is how long a finished POST's notification forwarder is
+// given to exit before a notification is sent (see notifyListChanged).
+const forwarderGrace = 20 * time.Millisecond
 
 // addRevealed is the tool filter: it adds the session's revealed tools to
 // what mcp-go lists, in the same sorted order as the rest. Sessions that

@@ -29,11 +29,13 @@ func newHTTPClient(t *testing.T, url string) *httpClient {
 		t.Fatal(err)
 	}
 	h := &httpClient{c: client.NewClient(tr)}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := h.c.Start(ctx); err != nil {
+	// Start's context is the session's lifetime: the standalone GET stream,
+	// where notifications outside a request arrive, lives as long as it.
+	if err := h.c.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	h.c.OnNotification(func(n mcp.JSONRPCNotification) {
 		if n.Method == string(mcp.MethodNotificationToolsListChanged) {
 			h.mu.Lock()
@@ -105,19 +107,20 @@ mcpServers:
 	alice.search(t, "create entities knowledge graph")
 	bob.search(t, "echo message back")
 
-	aliceNames, bobNames := alice.names(t), bob.names(t)
-	if !slices.Contains(aliceNames, "create_entities") || slices.Contains(aliceNames, "echo") {
-		t.Errorf("alice's list after her search: %v", aliceNames)
-	}
-	if !slices.Contains(bobNames, "echo") || slices.Contains(bobNames, "create_entities") {
-		t.Errorf("bob's list after his search: %v", bobNames)
-	}
+	// A client that honours list_changed waits for it, then lists again.
 	deadline := time.Now().Add(10 * time.Second)
 	for (alice.changed() == 0 || bob.changed() == 0) && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	if alice.changed() == 0 || bob.changed() == 0 {
 		t.Errorf("tools/list_changed: alice got %d, bob got %d; want at least one each", alice.changed(), bob.changed())
+	}
+	aliceNames, bobNames := alice.names(t), bob.names(t)
+	if !slices.Contains(aliceNames, "create_entities") || slices.Contains(aliceNames, "echo") {
+		t.Errorf("alice's list after her search: %v", aliceNames)
+	}
+	if !slices.Contains(bobNames, "echo") || slices.Contains(bobNames, "create_entities") {
+		t.Errorf("bob's list after his search: %v", bobNames)
 	}
 
 	// Alice calls her revealed tool directly, by name.
