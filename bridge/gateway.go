@@ -6,6 +6,7 @@ package bridge
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -56,11 +57,13 @@ type Gateway struct {
 	index      *search.Index
 	validators *validators
 	revealed   *revealed
+	// hitSummaries caches what tool_search shows of each hit.
+	hitSummaries *hitSummaries
 
 	catalog     atomic.Pointer[Catalog]
 	rebuildMu   sync.Mutex
-	serverDocs  map[string][]byte // per server: fingerprint of what the index holds
-	toolsPrint  []byte            // fingerprint of the registered tool list
+	serverDocs  map[string][sha256.Size]byte // per server: fingerprint of what the index holds
+	toolsPrint  []byte                       // fingerprint of the registered tool list
 	promptPrint []byte
 	resPrint    []byte
 	refreshMu   sync.Map // upstream name -> *sync.Mutex: one refresh at a time
@@ -100,8 +103,8 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		tel: tel, ownTel: ownTel, hooks: callHooks,
 		classifier: classifier, counter: counter,
 		index:      search.New(search.Options{MaxLimit: searchIndexMaxHits}),
-		validators: newValidators(), revealed: newRevealed(),
-		serverDocs: map[string][]byte{},
+		validators: newValidators(), revealed: newRevealed(), hitSummaries: newHitSummaries(),
+		serverDocs: map[string][sha256.Size]byte{},
 	}
 	g.transport.Store(config.ServeStdio)
 	hooks := &server.Hooks{}
@@ -208,8 +211,13 @@ func (g *Gateway) rebuild() {
 	g.rebuildMu.Lock()
 	defer g.rebuildMu.Unlock()
 	cat := buildCatalog(g.pool.connected(), metaNames)
+	// Classifying (token counts) and indexing read the same tools and
+	// write different fields: side by side, start-up waits for the longer
+	// of the two rather than their sum.
+	var indexed sync.WaitGroup
+	indexed.Go(func() { g.updateIndex(cat) })
 	g.classifyCatalog(cat)
-	g.updateIndex(cat)
+	indexed.Wait()
 	g.catalog.Store(cat)
 
 	tools := make([]server.ServerTool, 0, len(cat.Visible)+len(metaNames))
@@ -267,18 +275,20 @@ func (g *Gateway) rebuild() {
 	}
 }
 
-// fingerprint is the JSON of what clients would see of a list; equal
-// fingerprints mean no list_changed is due.
+// fingerprint is a digest of the JSON of what clients would see of a
+// list; equal fingerprints mean no list_changed is due. The JSON is hashed
+// as it is written rather than kept: in pass-through a list of 10,000
+// tools would otherwise be held twice.
 func fingerprint[T any](items []T, view func(T) any) []byte {
 	views := make([]any, len(items))
 	for i, it := range items {
 		views[i] = view(it)
 	}
-	b, err := json.Marshal(views)
-	if err != nil {
+	h := sha256.New()
+	if err := json.NewEncoder(h).Encode(views); err != nil {
 		return nil // unmarshalable: treat as changed
 	}
-	return b
+	return h.Sum(nil)
 }
 
 // Via says how a call reached the gateway.
@@ -349,9 +359,9 @@ func (g *Gateway) forward(ctx context.Context, c call, u *upstream, meta map[str
 	if c.meta != nil {
 		clientToken = c.meta.ProgressToken
 	}
-	upToken, end := g.relay.begin(ctx, u, clientToken)
-	defer end()
-	if upToken != "" {
+	active := g.relay.begin(ctx, u, clientToken)
+	defer active.end()
+	if upToken := active.upstreamToken(); upToken != "" {
 		meta["progressToken"] = upToken
 	}
 	params := map[string]any{"name": c.tool.Name}
@@ -367,9 +377,65 @@ func (g *Gateway) forward(ctx context.Context, c call, u *upstream, meta map[str
 		// deadline itself and answer with an error of its own.
 		return nil, &callFailure{err: err, timedOut: ctx.Err() == nil && callCtx.Err() != nil, timeout: timeout}
 	}
+	res, err := decodeResult(raw)
+	if err != nil {
+		return nil, &callFailure{err: fmt.Errorf("decoding the result: %w", err)}
+	}
+	return res, nil
+}
+
+// textResult is the common shape of a tools/call result: text blocks and
+// maybe structured content. Every other member mcp.CallToolResult decodes
+// is caught too, so that its presence sends the result down the general
+// path.
+type textResult struct {
+	Content []struct {
+		Type        string          `json:"type"`
+		Text        string          `json:"text"`
+		Annotations json.RawMessage `json:"annotations"`
+		Meta        json.RawMessage `json:"_meta"`
+	} `json:"content"`
+	StructuredContent json.RawMessage `json:"structuredContent"`
+	IsError           bool            `json:"isError"`
+	Meta              json.RawMessage `json:"_meta"`
+	ResultType        json.RawMessage `json:"resultType"`
+	InputRequests     json.RawMessage `json:"inputRequests"`
+	RequestState      json.RawMessage `json:"requestState"`
+}
+
+// decodeResult decodes an upstream's tools/call result into what
+// json.Unmarshal into an mcp.CallToolResult gives. mcp-go's decoder reads
+// the result three times over (the envelope, each block's type, each
+// block); a result of plain text blocks, the common case, is read once
+// here instead. Anything else takes mcp-go's path.
+func decodeResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
+	var t textResult
+	if json.Unmarshal(raw, &t) == nil && t.Meta == nil && t.ResultType == nil && t.InputRequests == nil && t.RequestState == nil {
+		res := &mcp.CallToolResult{IsError: t.IsError}
+		plain := true
+		if len(t.Content) > 0 {
+			res.Content = make([]mcp.Content, len(t.Content))
+			for i, c := range t.Content {
+				if c.Type != mcp.ContentTypeText || c.Annotations != nil || c.Meta != nil {
+					plain = false
+					break
+				}
+				res.Content[i] = mcp.TextContent{Type: c.Type, Text: c.Text}
+			}
+		}
+		if plain {
+			if len(t.StructuredContent) > 0 {
+				res.RawStructuredContent = t.StructuredContent
+				if err := json.Unmarshal(t.StructuredContent, &res.StructuredContent); err != nil {
+					return nil, err
+				}
+			}
+			return res, nil
+		}
+	}
 	var res mcp.CallToolResult
 	if err := json.Unmarshal(raw, &res); err != nil {
-		return nil, &callFailure{err: fmt.Errorf("decoding the result: %w", err)}
+		return nil, err
 	}
 	return &res, nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -182,11 +183,11 @@ func (g *Gateway) search(cat *Catalog, query string, limit int) SearchResult {
 		if !ok || !t.Deferred {
 			continue
 		}
+		desc, params := g.hitSummaries.get(t)
 		out.Tools = append(out.Tools, SearchHit{
 			ID: t.ID, Server: t.Server, Name: t.Name,
-			Description: clip(oneLine(t.Tool.Description), maxDescription),
-			Parameters:  summarizeParams(t.Tool.RawInputSchema),
-			Score:       roundScore(h.Score),
+			Description: desc, Parameters: params,
+			Score: roundScore(h.Score),
 		})
 		if len(out.Tools) == limit {
 			break
@@ -201,6 +202,51 @@ func (g *Gateway) search(cat *Catalog, query string, limit int) SearchResult {
 		out.Catalog = browse(cat, browseNoMatch)
 	}
 	return out
+}
+
+// hitSummaries keeps what tool_search shows of each tool it found, its
+// one-line description and parameter summary, so a search does not parse
+// the schemas of its hits again on every call. Entries are keyed by tool
+// id and hold the schema and description they were made from: a tool that
+// changes gets a new entry, one that stays the same across catalog
+// rebuilds keeps its own. The summaries are shared, never modified.
+type hitSummaries struct {
+	mu sync.RWMutex
+	m  map[string]hitSummary
+}
+
+type hitSummary struct {
+	schema      json.RawMessage // what params was made from
+	description string          // what short was made from
+	short       string
+	params      []ParamSummary
+}
+
+func newHitSummaries() *hitSummaries { return &hitSummaries{m: map[string]hitSummary{}} }
+
+// maxHitSummaries bounds the cache; past it, it starts over.
+const maxHitSummaries = 100000
+
+// get returns t's one-line description and parameter summary.
+func (c *hitSummaries) get(t *Tool) (string, []ParamSummary) {
+	c.mu.RLock()
+	e, ok := c.m[t.ID]
+	c.mu.RUnlock()
+	if ok && e.description == t.Tool.Description && bytes.Equal(e.schema, t.Tool.RawInputSchema) {
+		return e.short, e.params
+	}
+	e = hitSummary{
+		schema: t.Tool.RawInputSchema, description: t.Tool.Description,
+		short:  clip(oneLine(t.Tool.Description), maxDescription),
+		params: summarizeParams(t.Tool.RawInputSchema),
+	}
+	c.mu.Lock()
+	if len(c.m) >= maxHitSummaries {
+		c.m = map[string]hitSummary{}
+	}
+	c.m[t.ID] = e
+	c.mu.Unlock()
+	return e.short, e.params
 }
 
 // How many names per server a browse lists: an empty query asks to see the

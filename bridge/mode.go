@@ -1,7 +1,8 @@
 package bridge
 
 import (
-	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"strconv"
 
@@ -83,23 +84,20 @@ func (g *Gateway) updateIndex(cat *Catalog) {
 			delete(g.serverDocs, name)
 		}
 	}
+	var scratch []byte
 	for name, tools := range byServer {
-		raws := make([][]byte, len(tools))
-		var print []byte
-		for i, t := range tools {
-			raw, err := json.Marshal(t.Tool)
-			if err != nil {
-				raw = []byte(`{"name":` + strconv.Quote(t.Name) + `}`)
-			}
-			raws[i] = raw
-			print = append(append(print, raw...), '\n')
-		}
-		if bytes.Equal(print, g.serverDocs[name]) {
+		var print [sha256.Size]byte
+		print, scratch = docPrint(tools, scratch)
+		if old, ok := g.serverDocs[name]; ok && old == print {
 			continue
 		}
 		docs := make([]search.Document, 0, len(tools))
-		for i, t := range tools {
-			doc, err := search.DocumentFromToolJSON(name, raws[i])
+		for _, t := range tools {
+			raw, err := json.Marshal(indexedToolOf(t))
+			if err != nil {
+				raw = []byte(`{"name":` + strconv.Quote(t.Name) + `}`)
+			}
+			doc, err := search.DocumentFromToolJSON(name, raw)
 			if err != nil {
 				doc = search.Document{Name: t.Name, Description: t.Tool.Description}
 			}
@@ -109,4 +107,57 @@ func (g *Gateway) updateIndex(cat *Catalog) {
 		g.index.Upsert(name, docs)
 		g.serverDocs[name] = print
 	}
+}
+
+// indexedTool is what the search index reads of a tool (see
+// search.DocumentFromToolJSON): marshalling only that is much cheaper
+// than the whole tool.
+type indexedTool struct {
+	Name        string `json:"name"`
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
+	InputSchema any    `json:"inputSchema"`
+	Annotations struct {
+		Title string `json:"title,omitempty"`
+	} `json:"annotations"`
+}
+
+func indexedToolOf(t *Tool) indexedTool {
+	it := indexedTool{Name: t.Tool.Name, Title: t.Tool.Title, Description: t.Tool.Description, InputSchema: t.Tool.InputSchema}
+	if t.Tool.RawInputSchema != nil {
+		it.InputSchema = t.Tool.RawInputSchema
+	}
+	it.Annotations.Title = t.Tool.Annotations.Title
+	return it
+}
+
+// docPrint fingerprints what the index holds of one server's tools, the
+// fields indexedTool has, without marshalling them: a rebuild that leaves
+// a server's tools as they were costs a hash, not a re-index. A digest
+// rather than the bytes themselves, which for 10,000 tools would keep a
+// second copy of every schema. scratch is reused between calls.
+func docPrint(tools []*Tool, scratch []byte) ([sha256.Size]byte, []byte) {
+	h := sha256.New()
+	field := func(b []byte, s string) []byte {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		return append(b, s...)
+	}
+	for _, t := range tools {
+		b := field(scratch[:0], t.ID)
+		b = field(b, t.Tool.Name)
+		b = field(b, t.Tool.Title)
+		b = field(b, t.Tool.Description)
+		b = field(b, t.Tool.Annotations.Title)
+		schema := t.Tool.RawInputSchema
+		if schema == nil {
+			schema, _ = json.Marshal(t.Tool.InputSchema)
+		}
+		b = binary.AppendUvarint(b, uint64(len(schema)))
+		h.Write(b)
+		h.Write(schema)
+		scratch = b
+	}
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	return sum, scratch
 }

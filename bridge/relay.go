@@ -32,42 +32,57 @@ type progressRoute struct {
 	token mcp.ProgressToken
 }
 
-type activeCall struct{ ctx context.Context }
+// activeCall is one call in flight on an upstream. It is its own handle:
+// begin hands it out and end takes it back, with no closure to allocate.
+type activeCall struct {
+	ctx   context.Context
+	r     *relay
+	u     *upstream
+	token string // the progress token sent upstream, if any
+}
 
 func newRelay() *relay {
 	return &relay{progress: map[string]progressRoute{}, active: map[*upstream][]*activeCall{}}
 }
 
 // begin registers a call in flight on u. When the client asked for progress,
-// it returns the token to send upstream instead: a fresh one, because two
-// clients may use the same token. end must be called when the call returns.
-func (r *relay) begin(ctx context.Context, u *upstream, clientToken mcp.ProgressToken) (upstreamToken string, end func()) {
-	call := &activeCall{ctx: ctx}
+// the call's upstreamToken is the token to send upstream instead: a fresh
+// one, because two clients may use the same token. end must be called when
+// the call returns.
+func (r *relay) begin(ctx context.Context, u *upstream, clientToken mcp.ProgressToken) *activeCall {
+	call := &activeCall{ctx: ctx, r: r, u: u}
 	r.mu.Lock()
 	r.active[u] = append(r.active[u], call)
 	if clientToken != nil {
-		upstreamToken = "tb-progress-" + strconv.FormatInt(r.nextToken.Add(1), 10)
-		r.progress[upstreamToken] = progressRoute{ctx: ctx, token: clientToken}
+		call.token = "tb-progress-" + strconv.FormatInt(r.nextToken.Add(1), 10)
+		r.progress[call.token] = progressRoute{ctx: ctx, token: clientToken}
 	}
 	r.mu.Unlock()
-	return upstreamToken, func() {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		if upstreamToken != "" {
-			delete(r.progress, upstreamToken)
+	return call
+}
+
+// upstreamToken is the progress token to send upstream, "" for none.
+func (c *activeCall) upstreamToken() string { return c.token }
+
+// end unregisters the call.
+func (c *activeCall) end() {
+	r := c.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c.token != "" {
+		delete(r.progress, c.token)
+	}
+	calls := r.active[c.u]
+	for i, other := range calls {
+		if other == c {
+			calls = append(calls[:i:i], calls[i+1:]...)
+			break
 		}
-		calls := r.active[u]
-		for i, c := range calls {
-			if c == call {
-				calls = append(calls[:i:i], calls[i+1:]...)
-				break
-			}
-		}
-		if len(calls) == 0 {
-			delete(r.active, u)
-		} else {
-			r.active[u] = calls
-		}
+	}
+	if len(calls) == 0 {
+		delete(r.active, c.u)
+	} else {
+		r.active[c.u] = calls
 	}
 }
 
