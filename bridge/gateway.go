@@ -135,6 +135,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g.relay.srv = g.srv
 	g.relay.onChange = g.upstreamChanged
 	g.pool = newPool(cfg, PoolOptions{Environ: opts.Environ, Progress: opts.Progress}, g.relay)
+	g.pool.onChange = g.rebuild
 	empty := buildCatalog(nil, metaNames)
 	g.classifyCatalog(empty)
 	g.catalog.Store(empty)
@@ -332,8 +333,12 @@ func rawArguments(req mcp.CallToolRequest) json.RawMessage {
 // server, never as a protocol error that would end the model's turn.
 func (g *Gateway) dispatch(ctx context.Context, c call) (*mcp.CallToolResult, error) {
 	u, ok := g.pool.get(c.tool.Server)
-	if !ok {
-		return toolError("Server %q is not connected, so %s cannot run now. Other servers' tools still work.", c.tool.Server, c.tool.ID), nil
+	if why, next := g.pool.down(c.tool.Server); !ok || why != "" {
+		retry := ""
+		if wait := time.Until(next); !next.IsZero() && wait > 0 {
+			retry = fmt.Sprintf(" toolbridge is reconnecting it; next attempt in %s.", wait.Round(100*time.Millisecond))
+		}
+		return toolError("Server %q is down (%s), so %s cannot run now.%s Other servers' tools still work.", c.tool.Server, why, c.tool.ID, retry), nil
 	}
 	return g.observedCall(ctx, c, u)
 }

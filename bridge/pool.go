@@ -20,6 +20,10 @@ type ServerStatus struct {
 	Tools     int           `json:"tools"`
 	Took      time.Duration `json:"took_ns"`
 	Error     string        `json:"error,omitempty"`
+	// Restarts counts reconnections after the first connect.
+	Restarts int `json:"restarts,omitempty"`
+	// NextAttempt is when the supervisor tries again, while disconnected.
+	NextAttempt time.Time `json:"next_attempt,omitzero"`
 }
 
 // Pool holds the connections to every upstream server.
@@ -31,6 +35,12 @@ type Pool struct {
 
 	life   context.Context
 	cancel context.CancelFunc
+	// supervisors are the per-server goroutines that reconnect; Close
+	// waits for them, so no restart can start a process after it.
+	supervisors sync.WaitGroup
+	// onChange is called after a server reconnected, so the gateway
+	// republishes the catalog.
+	onChange func()
 
 	mu       sync.RWMutex
 	ups      map[string]*upstream
@@ -73,21 +83,7 @@ func (p *Pool) Connect(ctx context.Context, specs []Spec) error {
 	results := make(chan outcome, len(specs))
 	for _, spec := range specs {
 		go func() {
-			start := time.Now()
-			u := newUpstream(spec, p.environ, p.relay)
-			u.maxLine = p.cfg.MaxResultBytes
-			timeout := p.cfg.EffectiveConnectTimeout(spec.Config)
-			cctx, cancel := context.WithTimeout(ctx, timeout)
-			err := u.connect(cctx, p.life)
-			cancel()
-			// The time to the failure, not to the cleanup after it.
-			took := time.Since(start)
-			if err != nil {
-				if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-					err = fmt.Errorf("%w (connect timeout %s)", err, timeout)
-				}
-				err = u.abort(err)
-			}
+			u, took, err := p.dial(ctx, spec)
 			results <- outcome{spec, u, took, err}
 		}()
 	}
@@ -108,15 +104,152 @@ func (p *Pool) Connect(ctx context.Context, specs []Spec) error {
 		}
 		p.mu.Lock()
 		p.statuses[o.spec.Name] = status
+		var connected *upstream
 		if o.err == nil {
 			if old := p.ups[o.spec.Name]; old != nil {
 				_ = old.close()
 			}
 			p.ups[o.spec.Name] = o.u
+			connected = o.u
 		}
 		p.mu.Unlock()
+		p.supervise(o.spec, connected)
 	}
 	return errors.Join(errs...)
+}
+
+// dial makes one connection attempt, bounded by the connect timeout. On
+// failure the server is stopped and the error says what it left behind.
+func (p *Pool) dial(ctx context.Context, spec Spec) (*upstream, time.Duration, error) {
+	start := time.Now()
+	u := newUpstream(spec, p.environ, p.relay)
+	u.maxLine = p.cfg.MaxResultBytes
+	timeout := p.cfg.EffectiveConnectTimeout(spec.Config)
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	err := u.connect(cctx, p.life)
+	cancel()
+	// The time to the failure, not to the cleanup after it.
+	took := time.Since(start)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			err = fmt.Errorf("%w (connect timeout %s)", err, timeout)
+		}
+		return nil, took, u.abort(err)
+	}
+	u.watch()
+	return u, took, nil
+}
+
+// supervise keeps one server connected for the pool's lifetime: when its
+// connection is lost (or it never came up), it reconnects with exponential
+// backoff (restart.initial, doubling up to restart.max). Meanwhile the
+// server's tools stay in the catalog and calls to them get an error naming
+// the server and the next attempt (see Pool.down). In-process servers cannot
+// be lost and are not supervised.
+func (p *Pool) supervise(spec Spec, u *upstream) {
+	if spec.InProcess != nil {
+		return
+	}
+	initial, maxDelay := max(p.cfg.Restart.Initial, minRestartDelay), max(p.cfg.Restart.Max, minRestartDelay)
+	p.supervisors.Go(func() {
+		delay := initial
+		for {
+			if u != nil {
+				select {
+				case <-u.lostCh:
+				case <-p.life.Done():
+					return
+				}
+				u.mu.RLock()
+				why := u.lostWhy
+				u.mu.RUnlock()
+				fmt.Fprintf(p.progress, "toolbridge: ✗ %-20s lost: %s; reconnecting\n", spec.Name, why)
+				p.setDown(spec.Name, "lost: "+why, time.Now().Add(delay))
+				delay = initial
+			}
+			// Back off before each attempt: a server that dies at once must
+			// not be restarted in a tight loop.
+			p.setNext(spec.Name, time.Now().Add(delay))
+			select {
+			case <-time.After(delay):
+			case <-p.life.Done():
+				return
+			}
+			next, took, err := p.dial(p.life, spec)
+			if p.life.Err() != nil {
+				if next != nil {
+					_ = next.close()
+				}
+				return
+			}
+			if err != nil {
+				delay = min(delay*2, maxDelay)
+				p.setDown(spec.Name, err.Error(), time.Now().Add(delay))
+				continue
+			}
+			tools, _, _, _ := next.snapshot()
+			p.mu.Lock()
+			old := p.ups[spec.Name]
+			p.ups[spec.Name] = next
+			st := p.statuses[spec.Name]
+			st.Connected, st.Tools, st.Took, st.Error, st.NextAttempt = true, len(tools), took, "", time.Time{}
+			st.Restarts++
+			p.statuses[spec.Name] = st
+			p.mu.Unlock()
+			if old != nil {
+				_ = old.close()
+			}
+			fmt.Fprintf(p.progress, "toolbridge: ✓ %-20s %-15s %4d tools %6d ms (reconnected)\n",
+				spec.Name, spec.Transport(), len(tools), took.Milliseconds())
+			if p.onChange != nil {
+				p.onChange()
+			}
+			u = next
+		}
+	})
+}
+
+func (p *Pool) setDown(name, why string, next time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st := p.statuses[name]
+	st.Connected, st.Error, st.NextAttempt = false, why, next
+	p.statuses[name] = st
+}
+
+func (p *Pool) setNext(name string, next time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st := p.statuses[name]
+	if !st.Connected {
+		st.NextAttempt = next
+		p.statuses[name] = st
+	}
+}
+
+// minRestartDelay keeps a zero restart setting from becoming a tight loop.
+const minRestartDelay = 50 * time.Millisecond
+
+// down reports why a configured server cannot take calls now and when the
+// supervisor tries again; why is "" for a server that is up.
+func (p *Pool) down(name string) (why string, next time.Time) {
+	p.mu.RLock()
+	u := p.ups[name]
+	st, known := p.statuses[name]
+	p.mu.RUnlock()
+	if u != nil {
+		select {
+		case <-u.lostCh:
+		default:
+			if !known || st.Connected {
+				return "", time.Time{}
+			}
+		}
+	}
+	if st.Error != "" {
+		return st.Error, st.NextAttempt
+	}
+	return "not connected", st.NextAttempt
 }
 
 // Statuses returns every configured server's status, sorted by name. A
@@ -160,6 +293,7 @@ func (p *Pool) get(name string) (*upstream, bool) {
 // Close disconnects every upstream and stops every child process.
 func (p *Pool) Close() error {
 	p.cancel()
+	p.supervisors.Wait()
 	p.mu.Lock()
 	ups := p.ups
 	p.ups = map[string]*upstream{}

@@ -81,10 +81,51 @@ type upstream struct {
 	info         mcp.Implementation
 	caps         mcp.ServerCapabilities
 	closed       bool
+
+	// lostCh is closed, once, when the connection is lost while the
+	// gateway still wanted it (the process died, the HTTP server went
+	// away); lostWhy says how. The pool's supervisor waits on it.
+	lostOnce sync.Once
+	lostCh   chan struct{}
+	lostWhy  string
 }
 
 func newUpstream(spec Spec, environ []string, r *relay) *upstream {
-	return &upstream{spec: spec, environ: environ, relay: r, stderr: newTailBuffer(4096)}
+	return &upstream{spec: spec, environ: environ, relay: r, stderr: newTailBuffer(4096), lostCh: make(chan struct{})}
+}
+
+// markLost records that the connection is gone, unless the gateway itself
+// closed it.
+func (u *upstream) markLost(why string) {
+	u.mu.RLock()
+	closed := u.closed
+	u.mu.RUnlock()
+	if closed {
+		return
+	}
+	u.lostOnce.Do(func() {
+		u.mu.Lock()
+		u.lostWhy = why
+		u.mu.Unlock()
+		close(u.lostCh)
+	})
+}
+
+// watch turns the transport's signs of loss into markLost: a stdio
+// server's exit, an SSE connection's end. (A streamable-HTTP server that
+// goes away is noticed by the next request that fails; see request.)
+func (u *upstream) watch() {
+	if u.child != nil {
+		go func() {
+			select {
+			case <-u.child.exited:
+				why := u.lost()
+				u.markLost(why)
+			case <-u.lostCh:
+			}
+		}()
+	}
+	u.client.OnConnectionLost(func(err error) { u.markLost(fmt.Sprint("connection lost: ", err)) })
 }
 
 // connect starts the transport, initializes the session and lists what the
@@ -486,7 +527,11 @@ func (u *upstream) request(ctx context.Context, method string, params any) (json
 			u.cancel(id, ctx.Err())
 			return nil, ctx.Err()
 		}
-		return nil, u.explain(err)
+		err = u.explain(err)
+		// A request that fails below JSON-RPC means the connection is
+		// gone: the supervisor reconnects.
+		u.markLost(err.Error())
+		return nil, err
 	}
 	if resp.Error != nil {
 		return nil, &RPCError{Code: resp.Error.Code, Message: resp.Error.Message, Data: resp.Error.Data}

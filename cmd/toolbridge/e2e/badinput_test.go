@@ -330,7 +330,9 @@ func findChild(t *testing.T, pid int, s string) int {
 func TestUpstreamDiesMidSession(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	p := startRaw(t, nil, "serve", "--config", demoConfig(t, "", ""), "--mode", "off")
+	// A long restart delay keeps the server down for the whole test; that
+	// it comes back is TestCrashedUpstreamIsRestarted's subject.
+	p := startRaw(t, nil, "serve", "--config", demoConfig(t, "restart: {initial: 60s, max: 60s}\n", ""), "--mode", "off")
 	p.initialize(ctx)
 	if isErr, text := p.callTool(ctx, "add", map[string]any{"a": 1, "b": 2}); isErr || text != "3" {
 		t.Fatalf("add before the kill: isError=%v %q", isErr, text)
