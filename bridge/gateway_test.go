@@ -260,3 +260,34 @@ func TestListChangedRefreshesCatalog(t *testing.T) {
 		t.Fatalf("added_later = %q", text)
 	}
 }
+
+// TestClientCancellationReachesUpstream: a client that gives up on a call
+// makes the gateway cancel its upstream request too, so the server stops
+// working. In process the cancellation travels as the context on both hops;
+// over stdio the gateway sends the upstream notifications/cancelled (see
+// upstream.request), which this test does not observe on the wire.
+func TestClientCancellationReachesUpstream(t *testing.T) {
+	stopped := make(chan struct{})
+	up := server.NewMCPServer("up", "1.0.0", server.WithToolCapabilities(true))
+	up.AddTool(mcp.NewTool("wait"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		<-ctx.Done()
+		close(stopped)
+		return nil, ctx.Err()
+	})
+	cfg := testConfig()
+	cfg.Timeouts.Call = time.Minute // only the client's cancellation may end the call
+	_, c := startGateway(t, cfg, map[string]*server.MCPServer{"up": up})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "wait"
+	if _, err := c.CallTool(ctx, req); err == nil {
+		t.Fatal("the call returned without error although the client cancelled it")
+	}
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the upstream's handler was not cancelled within 10s of the client's cancellation")
+	}
+}
