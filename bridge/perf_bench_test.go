@@ -65,6 +65,7 @@ func BenchmarkToolSearch10k(b *testing.B) {
 			var lat []time.Duration
 			b.ReportAllocs()
 			i := 0
+			cpu := startCPU()
 			for b.Loop() {
 				req := mcp.CallToolRequest{}
 				req.Params.Name = MetaSearch
@@ -77,6 +78,7 @@ func BenchmarkToolSearch10k(b *testing.B) {
 				}
 				i++
 			}
+			cpu.report(b, i)
 			reportQuantiles(b, lat, "")
 		})
 	}
@@ -436,6 +438,7 @@ func runThroughput(b *testing.B, url string, sessions int, req mcp.CallToolReque
 	var next atomic.Int64
 	b.ResetTimer()
 	start := time.Now()
+	cpu := startCPU()
 	var wg sync.WaitGroup
 	for _, c := range clients {
 		wg.Go(func() {
@@ -455,6 +458,7 @@ func runThroughput(b *testing.B, url string, sessions int, req mcp.CallToolReque
 	if n := failures.Load(); n > 0 {
 		b.Fatalf("%d of %d calls failed", n, b.N)
 	}
+	cpu.report(b, b.N)
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "calls/s")
 	s := lat.sorted()
 	b.ReportMetric(float64(quantile(s, 0.50).Nanoseconds()), "p50-ns")

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -245,6 +246,31 @@ func procStatus(field string) uint64 {
 		return kb << 10
 	}
 	return 0
+}
+
+// processCPU returns the CPU time (user and system) this process has used
+// so far. On a shared machine, CPU per operation moves far less with the
+// neighbours' load than wall-clock time does.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// cpuMeter reports the process CPU time per operation as cpu-ns/op: what
+// the client and the gateway in this process spent, child processes not
+// included.
+type cpuMeter struct{ start time.Duration }
+
+func startCPU() cpuMeter { return cpuMeter{start: processCPU()} }
+
+func (m cpuMeter) report(b *testing.B, ops int) {
+	b.Helper()
+	if ops > 0 {
+		b.ReportMetric(float64((processCPU()-m.start).Nanoseconds())/float64(ops), "cpu-ns/op")
+	}
 }
 
 // liveHeap returns HeapInuse+StackInuse after two full collections: the
