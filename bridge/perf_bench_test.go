@@ -221,6 +221,30 @@ func BenchmarkToolCallBreakdown(b *testing.B) {
 	}
 }
 
+// BenchmarkToolCallHandler measures the gateway's own work on one
+// tool_call, without an MCP client or mcp-go's server around it: the
+// tool_call handler called as a function, its arguments raw as the server
+// hands them over, in front of an in-process upstream. What it reports is
+// resolution, validation, spans and hooks, forwarding and decoding the
+// result, plus the upstream's in-process round trip.
+func BenchmarkToolCallHandler(b *testing.B) {
+	g := newTestGateway(b, config.ModeOn, []Spec{{Name: "up", InProcess: echoServer("up")}})
+	ctx := context.Background()
+	req := mcp.CallToolRequest{}
+	req.Params.Name = MetaCall
+	req.Params.RawArguments = json.RawMessage(`{"tool_name":"up::echo","tool_args":{"text":"hello"}}`)
+	b.ReportAllocs()
+	cpu := startCPU()
+	n := 0
+	for b.Loop() {
+		if err := resultErr(g.handleCall(ctx, req)); err != nil {
+			b.Fatal(err)
+		}
+		n++
+	}
+	cpu.report(b, n)
+}
+
 // resultErr folds an isError result into the error.
 func resultErr(res *mcp.CallToolResult, err error) error {
 	if err == nil && res.IsError {
