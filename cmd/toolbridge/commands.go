@@ -13,13 +13,18 @@ import (
 // one-shot commands search, describe and call work through the meta-tools
 // exactly as a client's tool_search, tool_describe and tool_call do, with
 // the same name resolution and argument validation.
-func bridgedSession(ctx context.Context, name string, args []string, io stdio, environ []string, extra func(*commonFlags)) (*session, []string, error) {
+//
+// check validates the positional arguments before anything is started.
+func bridgedSession(ctx context.Context, name string, args []string, io stdio, environ []string, extra func(*commonFlags), check func(rest []string) error) (*session, []string, error) {
 	f := newFlags(name, io)
 	if extra != nil {
 		extra(f)
 	}
 	cfg, err := f.parse(args, environ)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := check(f.fs.Args()); err != nil {
 		return nil, nil, err
 	}
 	cfg.Mode = config.ModeOn
@@ -57,7 +62,7 @@ func runSearch(ctx context.Context, args []string, io stdio, environ []string) e
 	var limit int
 	s, rest, err := bridgedSession(ctx, "search", args, io, environ, func(f *commonFlags) {
 		f.fs.IntVar(&limit, "limit", 0, "how many tools to show (default search.default_limit)")
-	})
+	}, func([]string) error { return nil })
 	if err != nil {
 		return err
 	}
@@ -81,34 +86,38 @@ func runDescribe(ctx context.Context, args []string, io stdio, environ []string)
 	var format string
 	s, rest, err := bridgedSession(ctx, "describe", args, io, environ, func(f *commonFlags) {
 		f.fs.StringVar(&format, "format", "mcp", "mcp or openai")
+	}, func(rest []string) error {
+		if len(rest) == 0 {
+			return fmt.Errorf("%w: describe takes one or more tool names", errUsage)
+		}
+		return nil
 	})
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	if len(rest) == 0 {
-		return fmt.Errorf("%w: describe takes one or more tool names", errUsage)
-	}
 	return metaCall(ctx, s, io, bridge.MetaDescribe, map[string]any{"tool_names": rest, "format": format})
 }
 
 // runCall calls one tool, by id or any name tool_call accepts, and prints
 // its result; an error result makes the exit code 1.
 func runCall(ctx context.Context, args []string, io stdio, environ []string) error {
-	s, rest, err := bridgedSession(ctx, "call", args, io, environ, nil)
+	s, rest, err := bridgedSession(ctx, "call", args, io, environ, nil, func(rest []string) error {
+		if len(rest) < 1 || len(rest) > 2 {
+			return fmt.Errorf("%w: call takes TOOL and optional JSON arguments", errUsage)
+		}
+		if len(rest) == 2 && !json.Valid([]byte(rest[1])) {
+			return fmt.Errorf("%w: arguments are not valid JSON: %s", errUsage, rest[1])
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	if len(rest) < 1 || len(rest) > 2 {
-		return fmt.Errorf("%w: call takes TOOL and optional JSON arguments", errUsage)
-	}
 	toolArgs := json.RawMessage(`{}`)
 	if len(rest) == 2 {
 		toolArgs = json.RawMessage(rest[1])
-		if !json.Valid(toolArgs) {
-			return fmt.Errorf("arguments are not valid JSON: %s", rest[1])
-		}
 	}
 	return metaCall(ctx, s, io, bridge.MetaCall, map[string]any{"tool_name": rest[0], "tool_args": toolArgs})
 }
@@ -122,7 +131,7 @@ func runConfig(args []string, io stdio, environ []string) error {
 	f := newFlags("config check", io)
 	format := f.fs.String("format", "yaml", "output format: yaml or json")
 	if err := f.fs.Parse(args[1:]); err != nil {
-		return err
+		return flagError(err)
 	}
 	path := f.config
 	if rest := f.fs.Args(); len(rest) == 1 {

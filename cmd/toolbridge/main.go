@@ -93,6 +93,8 @@ func run(ctx context.Context, args []string, io stdio, environ []string) int {
 		return 0
 	case errors.Is(err, flag.ErrHelp):
 		return 0
+	case errors.Is(err, errFlagsReported):
+		return 2
 	case errors.Is(err, errUsage):
 		fmt.Fprintf(io.err, "toolbridge: %v\n\n%s", err, usage)
 		return 2

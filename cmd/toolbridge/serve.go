@@ -34,7 +34,7 @@ func newFlags(name string, io stdio) *commonFlags {
 // parse parses args and loads the config they point at.
 func (c *commonFlags) parse(args []string, environ []string) (*config.Config, error) {
 	if err := c.fs.Parse(args); err != nil {
-		return nil, err
+		return nil, flagError(err)
 	}
 	cfg, err := config.Load(config.LoadOptions{Path: c.config, Environ: environ, Flags: c.fs})
 	if err != nil {
@@ -49,6 +49,18 @@ func (c *commonFlags) logger(w io.Writer) *slog.Logger {
 		level = slog.LevelDebug
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+// errFlagsReported marks a command line the flag package rejected: it has
+// already printed the problem and the command's flags, so run only sets
+// the exit code.
+var errFlagsReported = errors.New("bad flags")
+
+func flagError(err error) error {
+	if errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", errFlagsReported, err)
 }
 
 // indentErrors prints a joined error one problem per indented line.
