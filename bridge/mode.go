@@ -17,14 +17,17 @@ import (
 // activation decision and splits the tools into visible and deferred. It
 // runs once per catalog change, never per request: tools/list serves the
 // result as is.
-func (g *Gateway) classifyCatalog(cat *Catalog) {
+func (g *Gateway) classifyCatalog(cat *Catalog) { g.classifyWith(cat, g.counter) }
+
+// classifyWith is classifyCatalog counting tokens with counter.
+func (g *Gateway) classifyWith(cat *Catalog, counter classify.Counter) {
 	listed := make([]mcp.Tool, len(cat.Tools))
 	for i, t := range cat.Tools {
 		listed[i] = t.Listed()
 	}
 	// Counted as listed (under the exposed name): that is what the client
 	// pays for. The counter caches by text, so unchanged tools cost nothing.
-	tokens := classify.CountAll(g.counter, listed)
+	tokens := classify.CountAll(counter, listed)
 	entries := make([]classify.Entry, len(cat.Tools))
 	for i, t := range cat.Tools {
 		t.Verdict = g.classifier.Classify(t.Server, t.Tool)
@@ -54,7 +57,7 @@ func (g *Gateway) classifyCatalog(cat *Catalog) {
 	cat.meta = g.metaTools(cat, hinted)
 	cat.MetaTokens = 0
 	for _, m := range cat.meta {
-		cat.MetaTokens += g.counter.Count(m.Tool)
+		cat.MetaTokens += counter.Count(m.Tool)
 	}
 }
 
