@@ -447,7 +447,7 @@ func (g *Gateway) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp
 		return toolError("tool_call: %v. Example: {\"tool_name\": \"github::create_issue\", \"tool_args\": {\"title\": \"...\"}}", err), nil
 	}
 	via := ViaToolCall
-	if req.Params.Meta != nil && req.Params.Meta.AdditionalFields[metaViaKey] == true {
+	if req.Params.Meta != nil && req.Params.Meta.AdditionalFields[metaViaKey] != nil {
 		via = ViaDirect
 	}
 	name, ok, err := stringArg(args, "tool_name")
@@ -541,18 +541,11 @@ func (g *Gateway) routeDeferred(ctx context.Context, id any, req *mcp.CallToolRe
 	if err != nil {
 		return
 	}
+	// The marker carries the name the client used, for the span's name.
+	req.Params.Meta = withMetaField(req.Params.Meta, metaViaKey, req.Params.Name)
 	req.Params.Name = MetaCall
 	req.Params.RawArguments = wrapped
 	req.Params.Arguments = map[string]any{"tool_name": t.ID}
-	meta := &mcp.Meta{AdditionalFields: map[string]any{}}
-	if req.Params.Meta != nil {
-		meta.ProgressToken = req.Params.Meta.ProgressToken
-		for k, v := range req.Params.Meta.AdditionalFields {
-			meta.AdditionalFields[k] = v
-		}
-	}
-	meta.AdditionalFields[metaViaKey] = true
-	req.Params.Meta = meta
 }
 
 func orEmptyObject(raw json.RawMessage) json.RawMessage {

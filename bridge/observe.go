@@ -38,15 +38,22 @@ func (g *Gateway) noteRequestID(ctx context.Context, id any, req *mcp.CallToolRe
 	if !g.tel.Enabled() || id == nil {
 		return
 	}
-	meta := &mcp.Meta{AdditionalFields: map[string]any{}}
-	if req.Params.Meta != nil {
-		meta.ProgressToken = req.Params.Meta.ProgressToken
-		for k, v := range req.Params.Meta.AdditionalFields {
-			meta.AdditionalFields[k] = v
+	req.Params.Meta = withMetaField(req.Params.Meta, metaRPCIDKey, id)
+}
+
+// withMetaField returns a copy of m with key set; the client's own _meta
+// is left as it was.
+func withMetaField(m *mcp.Meta, key string, value any) *mcp.Meta {
+	out := &mcp.Meta{AdditionalFields: map[string]any{key: value}}
+	if m != nil {
+		out.ProgressToken = m.ProgressToken
+		for k, v := range m.AdditionalFields {
+			if k != key {
+				out.AdditionalFields[k] = v
+			}
 		}
 	}
-	meta.AdditionalFields[metaRPCIDKey] = id
-	req.Params.Meta = meta
+	return out
 }
 
 // traceToolCalls is the tool-handler middleware that starts the SERVER span
@@ -56,12 +63,18 @@ func (g *Gateway) traceToolCalls(next server.ToolHandlerFunc) server.ToolHandler
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var meta map[string]any
 		var id any
+		target := req.Params.Name
 		if req.Params.Meta != nil {
 			meta = req.Params.Meta.AdditionalFields
 			id = meta[metaRPCIDKey]
+			// A deferred tool called by its own name was rerouted to
+			// tool_call; the span keeps the name the client used.
+			if direct, ok := meta[metaViaKey].(string); ok && direct != "" {
+				target = direct
+			}
 		}
 		r := trace.Request{
-			Method: string(mcp.MethodToolsCall), Target: req.Params.Name, ID: id,
+			Method: string(mcp.MethodToolsCall), Target: target, ID: id,
 			SessionID: sessionID(ctx), ProtocolVersion: server.RequestProtocolVersion(ctx),
 			Transport: g.downstream(), Meta: meta, Header: req.Header,
 		}
@@ -248,6 +261,7 @@ func (g *Gateway) observedCall(ctx context.Context, c call, u *upstream) (*mcp.C
 		}
 		res := toolError("%s was not run: %s", c.tool.ID, reason)
 		g.hooks.AfterCall(ctx, hc, trace.Result{Value: res, IsError: true, Denied: true, Reason: reason, Duration: time.Since(start)})
+		toolSpan.SetDenied(d)
 		toolSpan.EndResult(true)
 		return res, nil
 	}

@@ -163,6 +163,28 @@ func TestToolCallSpansNameTheRealTool(t *testing.T) {
 	})
 }
 
+// TestDirectCallOfDeferredToolSpanKeepsItsName: a deferred tool called by
+// its own name is run through tool_call, but its span is named after what
+// the client called.
+func TestDirectCallOfDeferredToolSpanKeepsItsName(t *testing.T) {
+	exp, c := startTraced(t, bridgeConfig(), map[string]*server.MCPServer{"issues": issueServer()})
+	if res, text := callText(t, c, "create_issue", map[string]any{"repo": "a/b", "title": "t"}); res.IsError {
+		t.Fatal(text)
+	}
+	s := spanNamed(t, exp.GetSpans(), "tools/call create_issue")
+	if s.SpanKind != oteltrace.SpanKindServer {
+		// The tool and client spans share the name; find the server one.
+		for _, span := range exp.GetSpans() {
+			if span.Name == "tools/call create_issue" && span.SpanKind == oteltrace.SpanKindServer {
+				s = span
+			}
+		}
+	}
+	if s.SpanKind != oteltrace.SpanKindServer || attr(s, "toolbridge.bridge.via") != "direct" {
+		t.Fatalf("want a SERVER span tools/call create_issue with via=direct; spans: %v", exp.GetSpans())
+	}
+}
+
 func TestSearchSpanCarriesCountsNotTheQuery(t *testing.T) {
 	exp, c := startTraced(t, bridgeConfig(), map[string]*server.MCPServer{"issues": issueServer()})
 	callText(t, c, MetaSearch, map[string]any{"query": "create issue secret-words"})
