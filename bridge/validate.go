@@ -35,13 +35,15 @@ const maxCachedSchemas = 50000
 // broken. Compiling never fetches anything: $refs to other documents fail
 // instead of reaching the network.
 func (v *validators) get(schema []byte) *compiled {
-	key := string(schema)
 	v.mu.Lock()
-	c, ok := v.cache[key]
+	// The conversion in the index expression does not copy the schema: the
+	// hit path, every tool_call, allocates nothing here.
+	c, ok := v.cache[string(schema)]
 	v.mu.Unlock()
 	if ok {
 		return c
 	}
+	key := string(schema)
 	c = &compiled{}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
 	if err == nil {
