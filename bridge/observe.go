@@ -272,6 +272,7 @@ func (g *Gateway) observedCall(ctx context.Context, c call, u *upstream) (*mcp.C
 	}
 	cctx, clientSpan := g.tel.StartClient(ctx, trace.Upstream{Transport: u.spec.Transport(), URL: url})
 	res, err := g.forward(cctx, c, u, g.upstreamMeta(cctx, c.meta))
+	err = scrubError(err, u.spec.Config)
 	result := trace.Result{Value: res, Err: err, Duration: time.Since(start)}
 	if err != nil {
 		code := mcp.INTERNAL_ERROR
@@ -283,7 +284,17 @@ func (g *Gateway) observedCall(ctx context.Context, c call, u *upstream) (*mcp.C
 		clientSpan.EndError(code, err)
 		toolSpan.EndError(code, err)
 		g.hooks.AfterCall(ctx, hc, result)
-		return g.failureResult(ctx, c, err)
+		res, err := g.failureResult(ctx, c, err)
+		if res != nil {
+			// The upstream's own error message may quote a secret too.
+			for i, content := range res.Content {
+				if text, ok := content.(mcp.TextContent); ok {
+					text.Text = u.spec.Config.Scrub(text.Text)
+					res.Content[i] = text
+				}
+			}
+		}
+		return res, err
 	}
 	result.IsError = res.IsError
 	if g.tel.RecordContent() {

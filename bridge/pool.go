@@ -134,7 +134,7 @@ func (p *Pool) dial(ctx context.Context, spec Spec) (*upstream, time.Duration, e
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			err = fmt.Errorf("%w (connect timeout %s)", err, timeout)
 		}
-		return nil, took, u.abort(err)
+		return nil, took, scrubError(u.abort(err), spec.Config)
 	}
 	u.watch()
 	return u, took, nil
@@ -225,6 +225,30 @@ func (p *Pool) setNext(name string, next time.Time) {
 		st.NextAttempt = next
 		p.statuses[name] = st
 	}
+}
+
+// scrubbedError is an error whose message had the server's secrets masked
+// (see config.Server.Scrub); it still unwraps to the original.
+type scrubbedError struct {
+	msg string
+	err error
+}
+
+func (e *scrubbedError) Error() string { return e.msg }
+func (e *scrubbedError) Unwrap() error { return e.err }
+
+// scrubError masks s's secrets (URL tokens, header and env values) in
+// err's message: transport errors quote URLs and may echo headers, and
+// these messages reach logs, spans and the model.
+func scrubError(err error, s config.Server) error {
+	if err == nil {
+		return nil
+	}
+	msg := s.Scrub(err.Error())
+	if msg == err.Error() {
+		return err
+	}
+	return &scrubbedError{msg: msg, err: err}
 }
 
 // minRestartDelay keeps a zero restart setting from becoming a tight loop.

@@ -105,7 +105,7 @@ func (u *upstream) markLost(why string) {
 	}
 	u.lostOnce.Do(func() {
 		u.mu.Lock()
-		u.lostWhy = why
+		u.lostWhy = u.spec.Config.Scrub(why)
 		u.mu.Unlock()
 		close(u.lostCh)
 	})

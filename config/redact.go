@@ -173,3 +173,26 @@ func redactArg(a string) string {
 	}
 	return a
 }
+
+// Scrub masks in text (an error message, a log line) every secret that
+// server s carries: the values of its env and headers, and its URL's user
+// info and secret-looking query parameters. Errors from transports quote
+// URLs and sometimes echo headers; they must not carry secrets to logs or
+// to the model.
+func (s Server) Scrub(text string) string {
+	if s.URL != "" {
+		if red := redactURL(s.URL); red != s.URL {
+			text = strings.ReplaceAll(text, s.URL, red)
+		}
+	}
+	for _, values := range []map[string]string{s.Env, s.Headers} {
+		for _, v := range values {
+			// Very short values ("1", "true") are not secrets worth masking,
+			// and masking them would mangle ordinary text.
+			if len(v) >= 6 {
+				text = strings.ReplaceAll(text, v, Mask)
+			}
+		}
+	}
+	return text
+}

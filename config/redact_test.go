@@ -188,3 +188,21 @@ func BenchmarkRender(b *testing.B) {
 		})
 	}
 }
+
+func TestServerScrub(t *testing.T) {
+	s := Server{
+		URL:     "https://mcp.example.com/mcp?api_key=sk-live-12345&x=1",
+		Headers: map[string]string{"Authorization": "Bearer tok-abcdef"},
+		Env:     map[string]string{"TOKEN": "ghp_secretvalue", "DEBUG": "1"},
+	}
+	text := `Post "https://mcp.example.com/mcp?api_key=sk-live-12345&x=1": refused; header Bearer tok-abcdef; env ghp_secretvalue; level 1`
+	got := s.Scrub(text)
+	for _, secret := range []string{"sk-live-12345", "tok-abcdef", "ghp_secretvalue"} {
+		if strings.Contains(got, secret) {
+			t.Errorf("Scrub left %q in %q", secret, got)
+		}
+	}
+	if !strings.Contains(got, "mcp.example.com") || !strings.Contains(got, "level 1") {
+		t.Errorf("Scrub removed more than the secrets: %q", got)
+	}
+}
