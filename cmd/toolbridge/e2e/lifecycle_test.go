@@ -40,7 +40,7 @@ var (
 // demoServerBinary builds examples/servers/demo-server once, next to the
 // toolbridge binary (TestMain removes that directory), and returns its
 // path: a real stdio MCP server that starts in milliseconds.
-func demoServerBinary(t *testing.T) string {
+func demoServerBinary(t testing.TB) string {
 	t.Helper()
 	demoServerOnce.Do(func() {
 		demoServerPath = filepath.Join(filepath.Dir(binary), "demo-server")

@@ -28,29 +28,6 @@ const startupServers = 13
 // through them, each a process of its own.
 var demoKinds = []string{"notes", "math", "text", "time", "json"}
 
-var (
-	benchDemoOnce sync.Once
-	benchDemoPath string
-	benchDemoErr  error
-)
-
-// benchDemoServer builds examples/servers/demo-server once, next to the
-// toolbridge binary (TestMain removes that directory).
-func benchDemoServer(tb testing.TB) string {
-	tb.Helper()
-	benchDemoOnce.Do(func() {
-		benchDemoPath = filepath.Join(filepath.Dir(binary), "demo-server-bench")
-		out, err := exec.Command("go", "build", "-o", benchDemoPath, "github.com/toolbridge/toolbridge/examples/servers/demo-server").CombinedOutput()
-		if err != nil {
-			benchDemoErr = fmt.Errorf("building demo-server: %w\n%s", err, out)
-		}
-	})
-	if benchDemoErr != nil {
-		tb.Fatal(benchDemoErr)
-	}
-	return benchDemoPath
-}
-
 // startup is what timeToToolsList measured of one start.
 type startup struct {
 	took  time.Duration // process start to the tools/list answer
@@ -164,7 +141,7 @@ func startupConfig(tb testing.TB, demo string, n int) string {
 //
 //	go test ./cmd/toolbridge/e2e -run '^$' -bench Startup -benchtime 20x -count 3
 func BenchmarkStartup(b *testing.B) {
-	demo := benchDemoServer(b)
+	demo := demoServerBinary(b)
 	oneCfg := startupConfig(b, demo, 1)
 	allCfg := startupConfig(b, demo, startupServers)
 	var single, gw1, gw13, added, cpu13, childCPU13 []time.Duration
