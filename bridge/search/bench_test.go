@@ -327,3 +327,68 @@ func BenchmarkResolve(b *testing.B) {
 		})
 	}
 }
+
+// refCopies indexes n tools the way the gateway's tool_search benchmark
+// builds its catalog: the reference servers' tools copied with a "_vN"
+// suffix, in servers of toolsPerServer. Copies share long name stems, so
+// a misspelt name is a subsequence of many names.
+func refCopies(tb testing.TB, n int) *Index {
+	tb.Helper()
+	cat, err := LoadCatalog("testdata/reference-servers/catalog.json")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var base []Document
+	for _, s := range cat {
+		base = append(base, s.Docs...)
+	}
+	var servers []ServerDocs
+	for i := range n {
+		if i%toolsPerServer == 0 {
+			servers = append(servers, ServerDocs{Server: fmt.Sprintf("srv%04d", i/toolsPerServer)})
+		}
+		d := base[i%len(base)]
+		d.ID = ""
+		if c := i / len(base); c > 0 {
+			d.Name += fmt.Sprintf("_v%d", c)
+		}
+		last := &servers[len(servers)-1]
+		for slices.ContainsFunc(last.Docs, func(o Document) bool { return o.Name == d.Name }) {
+			d.Name += "_2"
+		}
+		last.Docs = append(last.Docs, d)
+	}
+	ix := New(Options{})
+	ix.UpsertAll(servers)
+	return ix
+}
+
+// BenchmarkFuzzyNames measures the fuzzy name matcher alone over 10,000
+// tools, on misspelt names, a subsequence and a word that matches no
+// name, against the matcher before name keys (impl=ref), side by side:
+//
+//	go test ./bridge/search -run '^$' -bench FuzzyNames -count 5
+func BenchmarkFuzzyNames(b *testing.B) {
+	qs := []string{"creat_isue", "slack_post_mesage", "reed_file", "github::creat_isue", "pull_request", "weather"}
+	for _, c := range []struct {
+		name string
+		ix   func(testing.TB, int) *Index
+	}{{"synth", buildSynth}, {"refcopies", refCopies}} {
+		ix := c.ix(b, 10000)
+		for _, impl := range []struct {
+			name string
+			fn   func(string) []fuzzyCand
+		}{{"new", ix.fuzzyNames}, {"ref", ix.fuzzyNamesRef}} {
+			b.Run("catalog="+c.name+"/impl="+impl.name, func(b *testing.B) {
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					ix.mu.RLock()
+					impl.fn(qs[i%len(qs)])
+					ix.mu.RUnlock()
+					i++
+				}
+			})
+		}
+	}
+}

@@ -67,6 +67,8 @@ type segment struct {
 	server string
 	docs   []docInfo
 	meta   []docMeta // parallel to docs
+	// keys are the docs' name keys for fuzzy matching, sorted by length.
+	keys []nameKey
 	// terms are the segment's distinct terms and postings their postings,
 	// each list in document order.
 	terms    []string
@@ -88,7 +90,7 @@ func buildSegment(a *analyzer, server string, docs []Document) *segment {
 	b := a.takeBuilder()
 	defer a.giveBuilder(b)
 	b.reset()
-	seg := &segment{server: server}
+	seg := &segment{server: server, keys: make([]nameKey, 0, len(docs))}
 	serverTerms := wholeForms(a.text(nil, server, b.cache, true), server)
 	for _, d := range docs {
 		id := d.ID
@@ -103,8 +105,11 @@ func buildSegment(a *analyzer, server string, docs []Document) *segment {
 		info := docInfo{id: id, name: d.Name, lname: strings.ToLower(d.Name)}
 		info.ascii = isASCII(info.lname)
 		seg.docs = append(seg.docs, info)
+		seg.keys = append(seg.keys, newNameKey(info.lname, len(seg.docs)-1))
 		seg.meta = append(seg.meta, b.count(int32(len(seg.docs)-1), &seg.lenSum))
 	}
+
+	sortNameKeys(seg.keys)
 
 	// Group the postings by term: count, place, slice.
 	nTerms := len(b.termStrs)
