@@ -68,8 +68,9 @@ type upstream struct {
 	child  *child // stdio only: the server's process
 	stderr *tailBuffer
 	nextID atomic.Int64
-	// maxLine bounds one message on a stdio server's stdout (the config's
-	// max_result_bytes); 0 means defaultMaxLine.
+	// maxLine bounds one message on a stdio server's stdout or in an HTTP
+	// server's response (the config's max_result_bytes); 0 means
+	// defaultMaxLine.
 	maxLine int64
 
 	mu           sync.RWMutex
@@ -199,12 +200,13 @@ func (u *upstream) newTransport() (transport.Interface, error) {
 		// plain pipes the gateway keeps the process and the read bound.
 		return transport.NewIO(c.limitedStdout(), c.stdin, nil), nil
 	case config.TransportSSE:
-		return transport.NewSSE(cfg.URL, transport.WithHeaders(cfg.Headers))
+		return transport.NewSSE(cfg.URL, transport.WithHeaders(cfg.Headers), transport.WithHTTPClient(u.httpClient()))
 	case config.TransportStreamableHTTP:
 		// Continuous listening opens the standalone GET stream, where servers
 		// send requests and notifications not tied to one POST (mcp-go sends
 		// sampling requests there).
-		return transport.NewStreamableHTTP(cfg.URL, transport.WithHTTPHeaders(cfg.Headers), transport.WithContinuousListening())
+		return transport.NewStreamableHTTP(cfg.URL, transport.WithHTTPHeaders(cfg.Headers), transport.WithContinuousListening(),
+			transport.WithHTTPBasicClient(u.httpClient()))
 	}
 	return nil, fmt.Errorf("unknown transport %q", cfg.UpstreamTransport())
 }
@@ -519,6 +521,7 @@ func (u *upstream) request(ctx context.Context, method string, params any) (json
 		return nil, ErrUnavailable
 	}
 	id := mcp.NewRequestId("tb-" + strconv.FormatInt(u.nextID.Add(1), 10))
+	ctx, over := watchOverflow(ctx)
 	resp, err := u.tr.SendRequest(ctx, transport.JSONRPCRequest{
 		JSONRPC: mcp.JSONRPC_VERSION, ID: id, Method: method, Params: params,
 	})
@@ -526,6 +529,12 @@ func (u *upstream) request(ctx context.Context, method string, params any) (json
 		if ctx.Err() != nil {
 			u.cancel(id, ctx.Err())
 			return nil, ctx.Err()
+		}
+		if tooLarge := over.failed(); tooLarge != nil {
+			// The answer was too long (mcp-go may report that as
+			// something else), which is no lost connection; a legacy SSE
+			// stream it broke is reported lost by the transport itself.
+			return nil, tooLarge
 		}
 		err = u.explain(err)
 		// A request that fails below JSON-RPC means the connection is

@@ -1,0 +1,172 @@
+package bridge
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"sync/atomic"
+
+	"github.com/toolbridge/toolbridge/config"
+)
+
+// HTTP upstreams get the same bound on one message as stdio ones
+// (max_result_bytes, see lineLimiter): mcp-go reads a JSON answer whole and
+// an event stream a line at a time, both without a limit, so a server
+// answering with gigabytes would grow the gateway without end. The bound is
+// applied to response bodies, below mcp-go, by the http.Client it is given.
+
+// tooLargeError says an HTTP upstream sent a message longer than
+// max_result_bytes.
+type tooLargeError struct{ limit int64 }
+
+func (e *tooLargeError) Error() string {
+	return fmt.Sprintf("the server's message exceeded max_result_bytes (%d bytes)", e.limit)
+}
+
+// httpClient is the client an HTTP upstream's transport uses: its response
+// bodies are bounded by the upstream's max_result_bytes.
+func (u *upstream) httpClient() *http.Client {
+	limit := u.maxLine
+	if limit <= 0 {
+		limit = defaultMaxLine
+	}
+	// The shared default transport, as mcp-go's own client would use: its
+	// connections are pooled across upstreams.
+	return &http.Client{Transport: &limitTransport{
+		next: http.DefaultTransport, limit: limit,
+		answersOnStream: u.spec.Config.UpstreamTransport() == config.TransportSSE,
+	}}
+}
+
+// limitTransport bounds the response bodies of next. An event stream
+// (text/event-stream) lives as long as the session, so only each of its
+// lines is bounded; every other body is bounded as a whole. A body past the
+// bound fails its next Read with a *tooLargeError; it never holds more than
+// what the caller reads.
+type limitTransport struct {
+	next  http.RoundTripper
+	limit int64
+	// answersOnStream is set for the legacy SSE transport, where every
+	// answer comes on the one event stream. A message on it past the limit
+	// ends the stream, and with it every answer still awaited; streamErr
+	// records why, for those requests to report.
+	answersOnStream bool
+	streamErr       atomic.Pointer[tooLargeError]
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *limitTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(req)
+	if err != nil || resp.Body == nil {
+		return resp, err
+	}
+	body := &limitedBody{rc: resp.Body, limit: t.limit}
+	if o := overflowFrom(req.Context()); o != nil {
+		// A request's own answer.
+		body.report = o.set
+		if t.answersOnStream {
+			o.stream.Store(t)
+		}
+	} else if t.answersOnStream {
+		// The event stream (no request of the gateway's waits on it).
+		body.report = func(e *tooLargeError) { t.streamErr.CompareAndSwap(nil, e) }
+	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "text/event-stream" {
+		body.perLine = true
+	} else if resp.ContentLength > t.limit {
+		// Known to be too long: fail before a byte of it is read.
+		body.fail()
+	}
+	resp.Body = body
+	return resp, nil
+}
+
+// limitedBody is a response body that fails once it (or, with perLine, its
+// current line) grows past limit.
+type limitedBody struct {
+	rc      io.ReadCloser
+	limit   int64
+	perLine bool
+	n       int64                // bytes of the body, or of the line since the last '\n'
+	err     error                // sticky, once the limit is passed
+	report  func(*tooLargeError) // told when the limit is passed, if set
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
+	// Reading at most one byte past the limit means a read that passes it
+	// holds only bytes of the message that is too long: whatever came
+	// before it in the same read is never withheld from the caller.
+	if room := b.limit - b.n + 1; int64(len(p)) > room {
+		p = p[:room]
+	}
+	n, err := b.rc.Read(p)
+	b.n += int64(n)
+	if b.perLine {
+		if i := bytes.LastIndexByte(p[:n], '\n'); i >= 0 {
+			b.n = int64(n - i - 1)
+		}
+	}
+	if b.n > b.limit {
+		return 0, b.fail()
+	}
+	return n, err
+}
+
+// fail makes the body fail from now on, and says so to report.
+func (b *limitedBody) fail() error {
+	e := &tooLargeError{limit: b.limit}
+	b.err = e
+	if b.report != nil {
+		b.report(e)
+	}
+	return e
+}
+
+// Close implements io.Closer. A body left unread is not drained: closing
+// it drops the connection.
+func (b *limitedBody) Close() error { return b.rc.Close() }
+
+// overflow records that the answer to one upstream request passed the
+// bound. mcp-go does not always pass a read error on (an event stream that
+// breaks off ends in "unexpected nil response"; a legacy SSE call whose
+// stream broke, in "connection has been closed"), so the request's context
+// carries an overflow to the transport, which fills it in.
+type overflow struct {
+	err    atomic.Pointer[tooLargeError]
+	stream atomic.Pointer[limitTransport] // legacy SSE: where the answer comes
+}
+
+type overflowKey struct{}
+
+// watchOverflow returns a context whose HTTP responses report to the
+// returned overflow.
+func watchOverflow(ctx context.Context) (context.Context, *overflow) {
+	o := &overflow{}
+	return context.WithValue(ctx, overflowKey{}, o), o
+}
+
+func overflowFrom(ctx context.Context) *overflow {
+	o, _ := ctx.Value(overflowKey{}).(*overflow)
+	return o
+}
+
+func (o *overflow) set(e *tooLargeError) { o.err.CompareAndSwap(nil, e) }
+
+// failed returns why the answer was cut off, or nil if it was not.
+func (o *overflow) failed() error {
+	if e := o.err.Load(); e != nil {
+		return e
+	}
+	if t := o.stream.Load(); t != nil {
+		if e := t.streamErr.Load(); e != nil {
+			return e
+		}
+	}
+	return nil
+}
