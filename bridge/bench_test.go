@@ -131,8 +131,8 @@ var (
 )
 
 // demoServer builds examples/servers/demo-server once per test binary: a
-// real stdio MCP server process for the stdio benchmarks.
-func demoServer(b *testing.B) string {
+// real stdio MCP server process for the stdio tests and benchmarks.
+func demoServer(b testing.TB) string {
 	b.Helper()
 	demoServerOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "toolbridge-bench-")

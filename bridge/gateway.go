@@ -41,7 +41,10 @@ type Options struct {
 // Gateway serves the upstreams' tools, prompts and resources as one MCP
 // server.
 type Gateway struct {
-	cfg    *config.Config
+	// live is what a reload replaces as a whole: the config and what is
+	// built from it. Read it once per operation (g.settings()), so that one
+	// call sees one config from start to end.
+	live   atomic.Pointer[settings]
 	pool   *Pool
 	relay  *relay
 	srv    *server.MCPServer
@@ -49,11 +52,18 @@ type Gateway struct {
 
 	tel       *trace.Telemetry
 	ownTel    bool
-	hooks     *trace.Hooks
 	transport atomic.Value // downstream transport name, for spans
 
-	classifier *classify.Classifier
-	counter    classify.Counter
+	// calls counts the tool calls being served, and draining refuses new
+	// ones: shutdown waits for the calls in flight (see drain).
+	calls    activity
+	requests activity // HTTP requests being answered
+	draining atomic.Bool
+	// reloadMu serialises reloads; retiring tracks what a reload replaced
+	// and closes once its last call is done (Close waits for it).
+	reloadMu sync.Mutex
+	retiring sync.WaitGroup
+
 	index      *search.Index
 	validators *validators
 	revealed   *revealed
@@ -75,17 +85,9 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	classifier, err := classify.New(cfg)
+	live, err := provision(cfg, nil, logger)
 	if err != nil {
-		return nil, fmt.Errorf("building classifier: %w", err)
-	}
-	counter, err := newBackgroundCounter(cfg.Tokenizer, logger)
-	if err != nil {
-		return nil, fmt.Errorf("building token counter: %w", err)
-	}
-	callHooks, err := trace.NewHooks(cfg, logger)
-	if err != nil {
-		return nil, fmt.Errorf("building hooks: %w", err)
+		return nil, err
 	}
 	tel, ownTel := opts.Telemetry, false
 	if tel == nil {
@@ -93,19 +95,19 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		tel, err = trace.Setup(context.Background(), cfg.Telemetry, opts.Environ,
 			trace.WithLogger(logger), trace.WithServiceVersion(Version), trace.WithRecordContent(cfg.Telemetry.RecordContent))
 		if err != nil {
-			_ = callHooks.Close()
+			_ = live.hooks.Close()
 			return nil, fmt.Errorf("setting up telemetry: %w", err)
 		}
 		ownTel = true
 	}
 	g := &Gateway{
-		cfg: cfg, logger: logger, relay: newRelay(),
-		tel: tel, ownTel: ownTel, hooks: callHooks,
-		classifier: classifier, counter: counter,
+		logger: logger, relay: newRelay(),
+		tel: tel, ownTel: ownTel,
 		index:      search.New(search.Options{MaxLimit: searchIndexMaxHits}),
 		validators: newValidators(), revealed: newRevealed(), hitSummaries: newHitSummaries(),
 		serverDocs: map[string][sha256.Size]byte{},
 	}
+	g.live.Store(live)
 	g.transport.Store(config.ServeStdio)
 	hooks := &server.Hooks{}
 	hooks.AddBeforeCallTool(g.noteRequestID)
@@ -118,6 +120,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g.srv = server.NewMCPServer("toolbridge", Version,
 		server.WithHooks(hooks),
 		server.WithToolFilter(g.addRevealed),
+		server.WithToolHandlerMiddleware(g.countCalls),
 		server.WithToolHandlerMiddleware(g.traceToolCalls),
 		server.WithToolHandlerMiddleware(newInFlight(cfg.Serve.MaxInFlight).middleware),
 		server.WithToolCapabilities(true),
@@ -145,7 +148,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building token counter: %w", err)
 	}
-	g.classifyWith(empty, estimate)
+	g.classifyWith(empty, live, estimate)
 	g.catalog.Store(empty)
 	return g, nil
 }
@@ -216,9 +219,12 @@ func (g *Gateway) Connect(ctx context.Context, specs []Spec) error {
 }
 
 // Close disconnects every upstream, stops their processes, closes the
-// hooks (flushing the audit log) and flushes telemetry.
+// hooks (flushing the audit log) and flushes telemetry. Calls still
+// running are cancelled: the Serve methods give them a grace period first.
 func (g *Gateway) Close() error {
-	errs := []error{g.pool.Close(), g.hooks.Close()}
+	errs := []error{g.pool.Close()}
+	g.retiring.Wait() // the pool is closed: nothing retired waits any more
+	errs = append(errs, g.settings().hooks.Close())
 	if g.ownTel {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -239,7 +245,7 @@ func (g *Gateway) upstreamChanged(u *upstream, method string) {
 		mu := muAny.(*sync.Mutex)
 		mu.Lock()
 		defer mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), g.cfg.EffectiveConnectTimeout(u.spec.Config))
+		ctx, cancel := context.WithTimeout(context.Background(), g.settings().cfg.EffectiveConnectTimeout(u.spec.Config))
 		defer cancel()
 		var err error
 		switch mcp.MCPMethod(method) {
@@ -263,13 +269,14 @@ func (g *Gateway) upstreamChanged(u *upstream, method string) {
 func (g *Gateway) rebuild() {
 	g.rebuildMu.Lock()
 	defer g.rebuildMu.Unlock()
+	live := g.settings()
 	cat := buildCatalog(g.pool.connected(), metaNames)
 	// Classifying (token counts) and indexing read the same tools and
 	// write different fields: side by side, start-up waits for the longer
 	// of the two rather than their sum.
 	var indexed sync.WaitGroup
 	indexed.Go(func() { g.updateIndex(cat) })
-	g.classifyCatalog(cat)
+	g.classifyWith(cat, live, live.counter)
 	indexed.Wait()
 	g.catalog.Store(cat)
 
@@ -408,7 +415,7 @@ func (f *callFailure) Unwrap() error { return f.err }
 // forward sends the call upstream with meta as its _meta and decodes the
 // result. A *callFailure says why there is none.
 func (g *Gateway) forward(ctx context.Context, c call, u *upstream, meta map[string]any) (*mcp.CallToolResult, error) {
-	timeout := g.cfg.EffectiveCallTimeout(u.spec.Config)
+	timeout := g.settings().cfg.EffectiveCallTimeout(u.spec.Config)
 	callCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 

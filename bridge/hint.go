@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/toolbridge/toolbridge/classify"
 )
 
 // catalogHint is the part of tool_search's description that tells the
@@ -12,12 +14,11 @@ import (
 // degrades rather than overflowing: first every deferred tool's name per
 // server; if that is over budget, each server's tool count and purpose; if
 // that is still over, as many servers as fit and a count of the rest.
-func (g *Gateway) catalogHint(cat *Catalog, deferred []*Tool) string {
+func catalogHint(cat *Catalog, deferred []*Tool, budget int, counter classify.Counter) string {
 	servers := deferredByServer(cat, deferred)
 	if len(servers) == 0 {
 		return "No tools are deferred right now."
 	}
-	budget := g.cfg.Search.HintTokens
 	header := fmt.Sprintf("Not listed, %d tools on %d servers:", len(deferred), len(servers))
 
 	var full strings.Builder
@@ -25,7 +26,7 @@ func (g *Gateway) catalogHint(cat *Catalog, deferred []*Tool) string {
 	for _, s := range servers {
 		fmt.Fprintf(&full, "\n- %s (%d)%s: %s", s.name, len(s.tools), purpose(s.description), strings.Join(s.tools, ", "))
 	}
-	if g.hintTokens(full.String()) <= budget {
+	if hintTokens(counter, full.String()) <= budget {
 		return full.String()
 	}
 
@@ -33,7 +34,7 @@ func (g *Gateway) catalogHint(cat *Catalog, deferred []*Tool) string {
 	summary.WriteString(header)
 	for i, s := range servers {
 		line := fmt.Sprintf("\n- %s (%d tools)%s", s.name, len(s.tools), purpose(s.description))
-		if g.hintTokens(summary.String()+line) > budget {
+		if hintTokens(counter, summary.String()+line) > budget {
 			fmt.Fprintf(&summary, "\n- … and %d more servers; search by keywords.", len(servers)-i)
 			break
 		}
@@ -76,6 +77,6 @@ func purpose(description string) string {
 // hintTokens counts text with the configured tokenizer. The counter counts
 // tools, so the text is counted as a description; the few tokens of the
 // wrapper make the figure err on the safe side.
-func (g *Gateway) hintTokens(text string) int {
-	return g.counter.Count(mcp.Tool{Description: text})
+func hintTokens(counter classify.Counter, text string) int {
+	return counter.Count(mcp.Tool{Description: text})
 }

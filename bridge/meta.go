@@ -11,6 +11,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolbridge/toolbridge/config"
 )
 
 // The meta-tools served in bridge mode.
@@ -36,18 +38,18 @@ const maxDescribe = 10
 
 // metaTools returns the three meta-tools, with the hint of the deferred
 // tools in tool_search's description.
-func (g *Gateway) metaTools(cat *Catalog, deferred []*Tool) []server.ServerTool {
-	maxLimit := g.cfg.Search.MaxLimit
+func (g *Gateway) metaTools(cat *Catalog, live *settings, deferred []*Tool) []server.ServerTool {
+	maxLimit := live.cfg.Search.MaxLimit
 	search := mcp.Tool{
 		Name: MetaSearch,
 		Description: "Search the tools that are not listed, by keywords, and get the best matches with their ids and parameters. " +
 			"Use it whenever you need a capability none of your listed tools has, before deciding a tool is unavailable; " +
 			"then run a match with tool_call (tool_describe gives its full schema if the parameter summary is not enough).\n\n" +
-			g.catalogHint(cat, deferred),
+			catalogHint(cat, deferred, live.cfg.Search.HintTokens, live.counter),
 		RawInputSchema: json.RawMessage(fmt.Sprintf(`{"type":"object","properties":{`+
 			`"query":{"type":"string","description":"What you want to do, in a few keywords, e.g. \"create github issue\". Empty lists the catalog by server."},`+
 			`"limit":{"type":"integer","minimum":1,"maximum":%d,"description":"How many tools to return (default %d)."}},`+
-			`"required":["query"]}`, maxLimit, g.cfg.Search.DefaultLimit)),
+			`"required":["query"]}`, maxLimit, live.cfg.Search.DefaultLimit)),
 		RawOutputSchema: json.RawMessage(`{"type":"object","properties":{` +
 			`"tools":{"type":"array","items":{"type":"object","properties":{` +
 			`"id":{"type":"string"},"server":{"type":"string"},"name":{"type":"string"},"description":{"type":"string"},` +
@@ -147,22 +149,23 @@ func (g *Gateway) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*m
 	if err != nil {
 		return toolError("tool_search: %v. Example: {\"query\": \"create github issue\"}", err), nil
 	}
-	limit := g.cfg.Search.DefaultLimit
+	cfg := g.settings().cfg
+	limit := cfg.Search.DefaultLimit
 	if raw, ok := args["limit"]; ok && string(raw) != "null" {
 		var f float64
 		if err := json.Unmarshal(raw, &f); err != nil {
 			// A string like "5" is a common slip; accept it.
 			var s string
 			if json.Unmarshal(raw, &s) != nil || json.Unmarshal([]byte(s), &f) != nil {
-				return toolError("tool_search: limit must be a number from 1 to %d, got %s", g.cfg.Search.MaxLimit, clip(string(raw), 40)), nil
+				return toolError("tool_search: limit must be a number from 1 to %d, got %s", cfg.Search.MaxLimit, clip(string(raw), 40)), nil
 			}
 		}
 		limit = int(f)
 	}
-	limit = max(1, min(limit, g.cfg.Search.MaxLimit))
+	limit = max(1, min(limit, cfg.Search.MaxLimit))
 	res := g.search(g.Catalog(), query, limit)
 	serverSpanFrom(ctx).SetSearch(len(query), limit, len(res.Tools), query)
-	if g.cfg.Disclosure == "activate" {
+	if cfg.Disclosure == config.DisclosureActivate {
 		g.reveal(ctx, res.Tools)
 	}
 	return searchResult(query, res), nil

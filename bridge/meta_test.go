@@ -264,17 +264,17 @@ func TestCatalogHintStaysWithinBudget(t *testing.T) {
 	}
 	defer g.Close()
 	cat := g.Catalog()
-	full := g.catalogHint(cat, cat.Deferred)
+	counter := g.settings().counter
+	full := catalogHint(cat, cat.Deferred, cfg.Search.HintTokens, counter)
 	if !strings.Contains(full, "create_issue") {
 		t.Fatalf("with the default budget the hint lists names:\n%s", full)
 	}
 	for _, budget := range []int{60, 40} {
-		g.cfg.Search.HintTokens = budget
-		hint := g.catalogHint(cat, cat.Deferred)
+		hint := catalogHint(cat, cat.Deferred, budget, counter)
 		if strings.Contains(hint, "create_issue") {
 			t.Errorf("budget %d: hint still lists names:\n%s", budget, hint)
 		}
-		if n := g.hintTokens(hint); n > budget+15 { // the header always stays
+		if n := hintTokens(counter, hint); n > budget+15 { // the header always stays
 			t.Errorf("budget %d: hint is %d tokens:\n%s", budget, n, hint)
 		}
 	}

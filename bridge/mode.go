@@ -13,14 +13,11 @@ import (
 	"github.com/toolbridge/toolbridge/config"
 )
 
-// classifyCatalog gives every tool its class and token cost, makes the
-// activation decision and splits the tools into visible and deferred. It
-// runs once per catalog change, never per request: tools/list serves the
-// result as is.
-func (g *Gateway) classifyCatalog(cat *Catalog) { g.classifyWith(cat, g.counter) }
-
-// classifyWith is classifyCatalog counting tokens with counter.
-func (g *Gateway) classifyWith(cat *Catalog, counter classify.Counter) {
+// classifyWith gives every tool its class (by live's rules) and token
+// cost (by counter), makes the activation decision and splits the tools
+// into visible and deferred. It runs once per catalog change, never per
+// request: tools/list serves the result as is.
+func (g *Gateway) classifyWith(cat *Catalog, live *settings, counter classify.Counter) {
 	listed := make([]mcp.Tool, len(cat.Tools))
 	for i, t := range cat.Tools {
 		listed[i] = t.Listed()
@@ -30,11 +27,11 @@ func (g *Gateway) classifyWith(cat *Catalog, counter classify.Counter) {
 	tokens := classify.CountAll(counter, listed)
 	entries := make([]classify.Entry, len(cat.Tools))
 	for i, t := range cat.Tools {
-		t.Verdict = g.classifier.Classify(t.Server, t.Tool)
+		t.Verdict = live.classifier.Classify(t.Server, t.Tool)
 		t.Tokens = tokens[i]
 		entries[i] = classify.Entry{Server: t.Server, Tool: t.Tool, Verdict: t.Verdict, Tokens: t.Tokens}
 	}
-	cat.Decision = classify.Decide(g.cfg, entries)
+	cat.Decision = classify.Decide(live.cfg, entries)
 	cat.Visible, cat.Deferred = nil, nil
 	var deferrable []*Tool
 	for _, t := range cat.Tools {
@@ -54,7 +51,7 @@ func (g *Gateway) classifyWith(cat *Catalog, counter classify.Counter) {
 	if !cat.Decision.Bridge {
 		hinted = deferrable
 	}
-	cat.meta = g.metaTools(cat, hinted)
+	cat.meta = g.metaTools(cat, live, hinted)
 	cat.MetaTokens = 0
 	for _, m := range cat.meta {
 		cat.MetaTokens += counter.Count(m.Tool)

@@ -254,13 +254,19 @@ func (g *Gateway) observedCall(ctx context.Context, c call, u *upstream) (*mcp.C
 		Server: c.tool.Server, Tool: c.tool.Name, Class: c.tool.Verdict.Class, Via: c.via,
 		Arguments: c.args, SessionID: sessionID(ctx),
 	}
-	if d, err := g.hooks.BeforeCall(ctx, hc); err == nil && d.Deny {
+	// One call, one set of hooks: a reload closes the old ones only after
+	// the calls that started with them are done.
+	live := g.settings()
+	live.calls.begin()
+	defer live.calls.end()
+	hooks := live.hooks
+	if d, err := hooks.BeforeCall(ctx, hc); err == nil && d.Deny {
 		reason := d.Reason
 		if reason == "" {
 			reason = "a hook denied it"
 		}
 		res := toolError("%s was not run: %s", c.tool.ID, reason)
-		g.hooks.AfterCall(ctx, hc, trace.Result{Value: res, IsError: true, Denied: true, Reason: reason, Duration: time.Since(start)})
+		hooks.AfterCall(ctx, hc, trace.Result{Value: res, IsError: true, Denied: true, Reason: reason, Duration: time.Since(start)})
 		toolSpan.SetDenied(d)
 		toolSpan.EndResult(true)
 		return res, nil
@@ -283,7 +289,7 @@ func (g *Gateway) observedCall(ctx context.Context, c call, u *upstream) (*mcp.C
 		result.Code = code
 		clientSpan.EndError(code, err)
 		toolSpan.EndError(code, err)
-		g.hooks.AfterCall(ctx, hc, result)
+		hooks.AfterCall(ctx, hc, result)
 		res, err := g.failureResult(ctx, c, err)
 		if res != nil {
 			// The upstream's own error message may quote a secret too.
@@ -302,7 +308,7 @@ func (g *Gateway) observedCall(ctx context.Context, c call, u *upstream) (*mcp.C
 	}
 	clientSpan.EndResult(res.IsError)
 	toolSpan.EndResult(res.IsError)
-	g.hooks.AfterCall(ctx, hc, result)
+	hooks.AfterCall(ctx, hc, result)
 	return res, nil
 }
 

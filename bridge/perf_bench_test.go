@@ -316,7 +316,7 @@ func serveHTTPForBench(tb testing.TB, g *Gateway) string {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- g.ServeHTTP(ctx, ln, 5*time.Second) }()
+	go func() { done <- g.ServeHTTP(ctx, ln) }()
 	tb.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

@@ -199,6 +199,22 @@ func startClient(tb testing.TB, c *client.Client) *client.Client {
 // the other ends. Everything is stopped at cleanup.
 func stdioPipeClient(tb testing.TB, g *Gateway) *client.Client {
 	tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	c, done := serveStdioPipes(tb, ctx, g)
+	tb.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			tb.Errorf("ServeStdio: %v", err)
+		}
+	})
+	return c
+}
+
+// serveStdioPipes serves g with ServeStdio(ctx) over a pair of OS pipes and
+// returns a client on the other ends, and ServeStdio's result. Cleanup
+// closes the client's end of stdin, which also ends ServeStdio.
+func serveStdioPipes(tb testing.TB, ctx context.Context, g *Gateway) (*client.Client, <-chan error) {
+	tb.Helper()
 	toServerR, toServerW, err := os.Pipe()
 	if err != nil {
 		tb.Fatal(err)
@@ -207,23 +223,21 @@ func stdioPipeClient(tb testing.TB, g *Gateway) *client.Client {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
+	done, result := make(chan error, 1), make(chan error, 1)
 	go func() {
-		done <- g.ServeStdio(ctx, toServerR, toClientW, io.Discard)
+		err := g.ServeStdio(ctx, toServerR, toClientW, io.Discard)
 		_ = toClientW.Close()
+		done <- err
+		result <- err
 	}()
 	c := client.NewClient(transport.NewIO(toClientR, toServerW, io.NopCloser(strings.NewReader(""))))
 	tb.Cleanup(func() {
 		_ = toServerW.Close() // EOF on the gateway's stdin ends ServeStdio
-		cancel()
-		if err := <-done; err != nil {
-			tb.Errorf("ServeStdio: %v", err)
-		}
+		<-done
 		_ = toServerR.Close()
 		_ = toClientR.Close()
 	})
-	return startClient(tb, c)
+	return startClient(tb, c), result
 }
 
 // procStatus returns a field of /proc/self/status in bytes (VmRSS, VmHWM);

@@ -5,8 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"reflect"
+	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/toolbridge/toolbridge/config"
@@ -28,7 +32,9 @@ type ServerStatus struct {
 
 // Pool holds the connections to every upstream server.
 type Pool struct {
-	cfg      *config.Config
+	// cfg is the config the pool was last given (New or Reload); it
+	// bounds connects, restarts and results.
+	cfg      atomic.Pointer[config.Config]
 	environ  []string
 	progress io.Writer
 	relay    *relay
@@ -38,14 +44,24 @@ type Pool struct {
 	// supervisors are the per-server goroutines that reconnect; Close
 	// waits for them, so no restart can start a process after it.
 	supervisors sync.WaitGroup
+	// retiring are the upstreams a reload replaced, closing once their
+	// last request ends; Close waits for them too.
+	retiring sync.WaitGroup
 	// onChange is called after a server reconnected, so the gateway
 	// republishes the catalog.
 	onChange func()
 
 	mu       sync.RWMutex
+	specs    map[string]Spec
 	ups      map[string]*upstream
 	statuses map[string]ServerStatus
+	// sups holds each supervised server's current supervisor; one that a
+	// reload replaced or removed finds itself missing here and stops.
+	sups map[string]*supervisor
 }
+
+// supervisor is the handle of one server's supervising goroutine.
+type supervisor struct{ stop context.CancelFunc }
 
 // PoolOptions configure a Pool.
 type PoolOptions struct {
@@ -62,69 +78,211 @@ func newPool(cfg *config.Config, opts PoolOptions, r *relay) *Pool {
 	if opts.Progress == nil {
 		opts.Progress = io.Discard
 	}
-	return &Pool{
-		cfg: cfg, environ: opts.Environ, progress: opts.Progress, relay: r,
+	p := &Pool{
+		environ: opts.Environ, progress: opts.Progress, relay: r,
 		life: life, cancel: cancel,
-		ups: map[string]*upstream{}, statuses: map[string]ServerStatus{},
+		specs: map[string]Spec{}, ups: map[string]*upstream{}, statuses: map[string]ServerStatus{},
+		sups: map[string]*supervisor{},
 	}
+	p.cfg.Store(cfg)
+	return p
+}
+
+// dialed is the outcome of one server's connection attempt.
+type dialed struct {
+	spec Spec
+	u    *upstream // nil when err is set
+	took time.Duration
+	err  error
 }
 
 // Connect connects to every spec in parallel, each bounded by its connect
 // timeout, and prints one line per server as it comes up or fails. A server
 // that fails does not stop the others: Connect returns once every server has
-// connected or failed, and the error lists the ones that failed.
+// connected or failed, and the error lists the ones that failed. Failed
+// servers are retried in the background (see supervise).
 func (p *Pool) Connect(ctx context.Context, specs []Spec) error {
-	type outcome struct {
-		spec Spec
-		u    *upstream
-		took time.Duration
-		err  error
+	outcomes, err := p.dialAll(ctx, specs)
+	p.mu.Lock()
+	var replaced []*upstream
+	for _, o := range outcomes {
+		if old := p.install(o); old != nil {
+			replaced = append(replaced, old)
+		}
 	}
-	results := make(chan outcome, len(specs))
+	p.mu.Unlock()
+	for _, u := range replaced {
+		_ = u.close()
+	}
+	for _, o := range outcomes {
+		p.supervise(o.spec, o.u)
+	}
+	return err
+}
+
+// dialAll dials specs in parallel and reports each as it comes up or
+// fails. The error joins the failures.
+func (p *Pool) dialAll(ctx context.Context, specs []Spec) ([]dialed, error) {
+	results := make(chan dialed, len(specs))
 	for _, spec := range specs {
 		go func() {
 			u, took, err := p.dial(ctx, spec)
-			results <- outcome{spec, u, took, err}
+			results <- dialed{spec, u, took, err}
 		}()
 	}
 	var errs []error
+	outcomes := make([]dialed, 0, len(specs))
 	for range specs {
 		o := <-results
-		status := ServerStatus{Name: o.spec.Name, Transport: o.spec.Transport(), Took: o.took}
 		if o.err != nil {
-			status.Error = o.err.Error()
 			errs = append(errs, fmt.Errorf("connecting to %s: %w", o.spec.Name, o.err))
 			fmt.Fprintf(p.progress, "toolbridge: ✗ %-20s %-15s failed after %d ms: %v\n",
-				o.spec.Name, status.Transport, o.took.Milliseconds(), o.err)
+				o.spec.Name, o.spec.Transport(), o.took.Milliseconds(), o.err)
 		} else {
 			tools, _, _, _ := o.u.snapshot()
-			status.Connected, status.Tools = true, len(tools)
 			fmt.Fprintf(p.progress, "toolbridge: ✓ %-20s %-15s %4d tools %6d ms\n",
-				o.spec.Name, status.Transport, len(tools), o.took.Milliseconds())
+				o.spec.Name, o.spec.Transport(), len(tools), o.took.Milliseconds())
 		}
-		p.mu.Lock()
-		p.statuses[o.spec.Name] = status
-		var connected *upstream
-		if o.err == nil {
-			if old := p.ups[o.spec.Name]; old != nil {
-				_ = old.close()
-			}
-			p.ups[o.spec.Name] = o.u
-			connected = o.u
-		}
-		p.mu.Unlock()
-		p.supervise(o.spec, connected)
+		outcomes = append(outcomes, o)
 	}
-	return errors.Join(errs...)
+	return outcomes, errors.Join(errs...)
+}
+
+// install records a dial's outcome as the server's state and returns the
+// upstream it replaced, if any, for the caller to close. p.mu is held.
+func (p *Pool) install(o dialed) (replaced *upstream) {
+	status := ServerStatus{Name: o.spec.Name, Transport: o.spec.Transport(), Took: o.took}
+	p.specs[o.spec.Name] = o.spec
+	replaced = p.ups[o.spec.Name]
+	delete(p.ups, o.spec.Name)
+	if o.err != nil {
+		status.Error = o.err.Error()
+	} else {
+		tools, _, _, _ := o.u.snapshot()
+		status.Connected, status.Tools = true, len(tools)
+		p.ups[o.spec.Name] = o.u
+	}
+	p.statuses[o.spec.Name] = status
+	return replaced
+}
+
+// PoolChange is what a reload did to the set of servers, by name.
+type PoolChange struct {
+	Added, Removed, Changed, Kept []string
+}
+
+// Reload brings the pool in line with cfg and specs. Servers whose spec is
+// unchanged keep their connection (and process). New and changed servers
+// are dialled first, in parallel, while the old ones keep serving; then
+// the new set replaces the old at once. retire closes what was replaced,
+// each upstream once its last request has ended (bounded by its call
+// timeout): the caller calls it after publishing the new catalog, so no
+// call is routed to an upstream being closed.
+//
+// A new or changed server that fails to connect is handled as at
+// start-up: reported in the error, served without, and retried in the
+// background. Treating the reload as failed instead would let one
+// unreachable server block every other change, and leave the config the
+// user wrote different from the one running.
+func (p *Pool) Reload(ctx context.Context, cfg *config.Config, specs []Spec) (change PoolChange, retire func(), err error) {
+	p.mu.RLock()
+	current := maps.Clone(p.specs)
+	p.mu.RUnlock()
+	old := p.cfg.Load()
+	// These are read when a connection is made: a change reaches every
+	// server only by reconnecting it.
+	reconnectAll := old.MaxResultBytes != cfg.MaxResultBytes || old.Restart != cfg.Restart
+
+	wanted := map[string]bool{}
+	var toDial []Spec
+	for _, s := range specs {
+		wanted[s.Name] = true
+		prev, ok := current[s.Name]
+		switch {
+		case !ok:
+			change.Added = append(change.Added, s.Name)
+			toDial = append(toDial, s)
+		case reconnectAll || !sameSpec(prev, s):
+			change.Changed = append(change.Changed, s.Name)
+			toDial = append(toDial, s)
+		default:
+			change.Kept = append(change.Kept, s.Name)
+		}
+	}
+	for name := range current {
+		if !wanted[name] {
+			change.Removed = append(change.Removed, name)
+		}
+	}
+	sort.Strings(change.Removed)
+
+	p.cfg.Store(cfg)
+	outcomes, err := p.dialAll(ctx, toDial)
+	if ctx.Err() != nil {
+		// Stopped while dialling (shutdown): keep the old set whole.
+		p.cfg.Store(old)
+		for _, o := range outcomes {
+			if o.u != nil {
+				_ = o.u.close()
+			}
+		}
+		return PoolChange{}, func() {}, fmt.Errorf("reloading: %w", ctx.Err())
+	}
+
+	p.mu.Lock()
+	var replaced []*upstream
+	for _, name := range append(slices.Clone(change.Removed), change.Changed...) {
+		if sup := p.sups[name]; sup != nil {
+			sup.stop()
+			delete(p.sups, name)
+		}
+		if u := p.ups[name]; u != nil {
+			replaced = append(replaced, u)
+		}
+		delete(p.ups, name)
+		delete(p.specs, name)
+		delete(p.statuses, name)
+	}
+	for _, o := range outcomes {
+		p.install(o)
+	}
+	p.mu.Unlock()
+	for _, o := range outcomes {
+		p.supervise(o.spec, o.u)
+	}
+	retire = func() {
+		for _, u := range replaced {
+			p.retire(u)
+		}
+	}
+	return change, retire, err
+}
+
+// sameSpec reports whether a reload can keep a server's connection.
+func sameSpec(a, b Spec) bool {
+	return a.InProcess == b.InProcess && reflect.DeepEqual(a.Config, b.Config)
+}
+
+// retire closes u once its requests in flight have ended, or its call
+// timeout has passed, or the pool closes, whichever is first.
+func (p *Pool) retire(u *upstream) {
+	timeout := p.cfg.Load().EffectiveCallTimeout(u.spec.Config)
+	p.retiring.Go(func() {
+		ctx, cancel := context.WithTimeout(p.life, timeout)
+		defer cancel()
+		_ = u.inflight.wait(ctx)
+		_ = u.close()
+	})
 }
 
 // dial makes one connection attempt, bounded by the connect timeout. On
 // failure the server is stopped and the error says what it left behind.
 func (p *Pool) dial(ctx context.Context, spec Spec) (*upstream, time.Duration, error) {
 	start := time.Now()
+	cfg := p.cfg.Load()
 	u := newUpstream(spec, p.environ, p.relay)
-	u.maxLine = p.cfg.MaxResultBytes
-	timeout := p.cfg.EffectiveConnectTimeout(spec.Config)
+	u.maxLine = cfg.MaxResultBytes
+	timeout := cfg.EffectiveConnectTimeout(spec.Config)
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	err := u.connect(cctx, p.life)
 	cancel()
@@ -140,55 +298,69 @@ func (p *Pool) dial(ctx context.Context, spec Spec) (*upstream, time.Duration, e
 	return u, took, nil
 }
 
-// supervise keeps one server connected for the pool's lifetime: when its
-// connection is lost (or it never came up), it reconnects with exponential
-// backoff (restart.initial, doubling up to restart.max). Meanwhile the
-// server's tools stay in the catalog and calls to them get an error naming
-// the server and the next attempt (see Pool.down). In-process servers cannot
-// be lost and are not supervised.
+// supervise keeps one server connected until the pool closes or a reload
+// replaces or removes it: when its connection is lost (or it never came
+// up), it reconnects with exponential backoff (restart.initial, doubling up
+// to restart.max). Meanwhile the server's tools stay in the catalog and
+// calls to them get an error naming the server and the next attempt (see
+// Pool.down). In-process servers cannot be lost and are not supervised.
 func (p *Pool) supervise(spec Spec, u *upstream) {
 	if spec.InProcess != nil {
 		return
 	}
-	initial, maxDelay := max(p.cfg.Restart.Initial, minRestartDelay), max(p.cfg.Restart.Max, minRestartDelay)
+	restart := p.cfg.Load().Restart
+	initial, maxDelay := max(restart.Initial, minRestartDelay), max(restart.Max, minRestartDelay)
+	ctx, stop := context.WithCancel(p.life)
+	sup := &supervisor{stop: stop}
+	p.mu.Lock()
+	if prev := p.sups[spec.Name]; prev != nil {
+		prev.stop()
+	}
+	p.sups[spec.Name] = sup
+	p.mu.Unlock()
 	p.supervisors.Go(func() {
+		defer stop()
 		delay := initial
 		for {
 			if u != nil {
 				select {
 				case <-u.lostCh:
-				case <-p.life.Done():
+				case <-ctx.Done():
 					return
 				}
 				u.mu.RLock()
 				why := u.lostWhy
 				u.mu.RUnlock()
 				fmt.Fprintf(p.progress, "toolbridge: ✗ %-20s lost: %s; reconnecting\n", spec.Name, why)
-				p.setDown(spec.Name, "lost: "+why, time.Now().Add(delay))
+				p.setDown(sup, spec.Name, "lost: "+why, time.Now().Add(delay))
 				delay = initial
 			}
 			// Back off before each attempt: a server that dies at once must
 			// not be restarted in a tight loop.
-			p.setNext(spec.Name, time.Now().Add(delay))
+			p.setNext(sup, spec.Name, time.Now().Add(delay))
 			select {
 			case <-time.After(delay):
-			case <-p.life.Done():
+			case <-ctx.Done():
 				return
 			}
-			next, took, err := p.dial(p.life, spec)
-			if p.life.Err() != nil {
-				if next != nil {
-					_ = next.close()
-				}
-				return
-			}
+			next, took, err := p.dial(ctx, spec)
 			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
 				delay = min(delay*2, maxDelay)
-				p.setDown(spec.Name, err.Error(), time.Now().Add(delay))
+				p.setDown(sup, spec.Name, err.Error(), time.Now().Add(delay))
 				continue
 			}
 			tools, _, _, _ := next.snapshot()
 			p.mu.Lock()
+			if p.sups[spec.Name] != sup || ctx.Err() != nil {
+				// Replaced or removed by a reload, or the pool is closing,
+				// while this attempt was under way: it is not wanted.
+				p.mu.Unlock()
+				_ = next.close()
+				return
+			}
 			old := p.ups[spec.Name]
 			p.ups[spec.Name] = next
 			st := p.statuses[spec.Name]
@@ -209,17 +381,27 @@ func (p *Pool) supervise(spec Spec, u *upstream) {
 	})
 }
 
-func (p *Pool) setDown(name, why string, next time.Time) {
+// setDown records that a server is down and when it is tried again, if
+// sup still supervises it.
+func (p *Pool) setDown(sup *supervisor, name, why string, next time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.sups[name] != sup {
+		return
+	}
 	st := p.statuses[name]
 	st.Connected, st.Error, st.NextAttempt = false, why, next
 	p.statuses[name] = st
 }
 
-func (p *Pool) setNext(name string, next time.Time) {
+// setNext records when a server that is down is tried again, if sup
+// still supervises it.
+func (p *Pool) setNext(sup *supervisor, name string, next time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.sups[name] != sup {
+		return
+	}
 	st := p.statuses[name]
 	if !st.Connected {
 		st.NextAttempt = next
@@ -318,6 +500,7 @@ func (p *Pool) get(name string) (*upstream, bool) {
 func (p *Pool) Close() error {
 	p.cancel()
 	p.supervisors.Wait()
+	p.retiring.Wait()
 	p.mu.Lock()
 	ups := p.ups
 	p.ups = map[string]*upstream{}

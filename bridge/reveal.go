@@ -36,7 +36,7 @@ func (g *Gateway) reveal(ctx context.Context, hits []SearchHit) {
 		return
 	}
 	id := session.SessionID()
-	limit := max(1, g.cfg.Search.RevealLimit)
+	limit := max(1, g.settings().cfg.Search.RevealLimit)
 
 	g.revealed.mu.Lock()
 	current := g.revealed.sessions[id]

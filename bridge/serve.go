@@ -18,7 +18,9 @@ import (
 
 // ServeStdio serves one client over in and out (the process's stdin and
 // stdout) until in closes or ctx ends. Nothing but JSON-RPC is ever written
-// to out: progress and logs go to stderr.
+// to out: progress and logs go to stderr. When ctx ends, new tool calls are
+// refused and the ones in flight get serve.shutdown_grace to finish; their
+// answers are written before ServeStdio returns.
 func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, errLog io.Writer) error {
 	g.transport.Store(config.ServeStdio)
 	s := server.NewStdioServer(g.srv)
@@ -26,11 +28,39 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, e
 		errLog = io.Discard
 	}
 	s.SetErrorLogger(log.New(errLog, "toolbridge: ", 0))
-	err := s.Listen(ctx, in, out)
+	// Listen cancels the calls in flight as soon as its context ends, so it
+	// gets a context of its own, ended only after the grace period.
+	listenCtx, stopListening := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopListening()
+	done := make(chan error, 1)
+	go func() { done <- s.Listen(listenCtx, in, out) }()
+	var err error
+	select {
+	case err = <-done: // the client closed stdin
+	case <-ctx.Done():
+		defer g.draining.Store(false)
+		g.drain(g.settings().cfg.Serve.ShutdownGrace, &g.calls)
+		stopListening()
+		err = <-done // Listen waits for its workers to write their answers
+	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
 		return nil
 	}
 	return err
+}
+
+// drain refuses new tool calls and waits up to grace for the work that
+// running counts to end. What is still running then is cancelled by the
+// caller (stopping the transport, then Close). The caller resets
+// g.draining once its transport has stopped: the gateway may be served
+// again (tests and benchmarks serve one gateway many times).
+func (g *Gateway) drain(grace time.Duration, running *activity) {
+	g.draining.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	if running.wait(ctx) != nil {
+		g.logger.Warn("shutdown grace period over; cancelling what is still running", "grace", grace, "running", running.running())
+	}
 }
 
 // HTTPHandler returns the streamable HTTP transport at /mcp plus the health
@@ -40,7 +70,7 @@ func (g *Gateway) HTTPHandler() http.Handler {
 	g.transport.Store(config.ServeHTTP)
 	mcpHandler := server.NewStreamableHTTPServer(g.srv, server.WithEndpointPath("/mcp"))
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcpHandler)
+	mux.Handle("/mcp", g.countRequests(mcpHandler))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = io.WriteString(w, "ok\n")
@@ -57,12 +87,27 @@ func (g *Gateway) HTTPHandler() http.Handler {
 		}
 		_ = json.NewEncoder(w).Encode(map[string]any{"ready": ready, "servers": statuses})
 	})
-	return guardHTTP(g.cfg.Serve, mux)
+	return guardHTTP(g.settings().cfg.Serve, mux)
 }
 
-// ServeHTTP serves streamable HTTP on ln until ctx ends, then shuts down,
-// giving in-flight requests up to grace to finish.
-func (g *Gateway) ServeHTTP(ctx context.Context, ln net.Listener, grace time.Duration) error {
+// countRequests counts the requests being answered (a POST carries a
+// client's request; a GET is a session's long-lived stream, which shutdown
+// simply closes), so that shutdown can wait for their answers.
+func (g *Gateway) countRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			g.requests.begin()
+			defer g.requests.end()
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// ServeHTTP serves streamable HTTP on ln until ctx ends, then shuts down:
+// it stops accepting connections, refuses new tool calls, gives the
+// requests in flight up to serve.shutdown_grace to be answered, and closes
+// what is left (the sessions' streams among it).
+func (g *Gateway) ServeHTTP(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
 		Handler:           g.HTTPHandler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -75,11 +120,21 @@ func (g *Gateway) ServeHTTP(ctx context.Context, ln net.Listener, grace time.Dur
 		return fmt.Errorf("serving HTTP: %w", err)
 	case <-ctx.Done():
 	}
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), grace)
+	// Shutdown closes the listener at once, then waits for connections to
+	// go idle, which a session's GET stream never does: it runs beside the
+	// drain, and Close ends what the grace period left.
+	shutdownCtx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		_ = srv.Close()
-	}
+	shut := make(chan struct{})
+	go func() {
+		_ = srv.Shutdown(shutdownCtx)
+		close(shut)
+	}()
+	defer g.draining.Store(false)
+	g.drain(g.settings().cfg.Serve.ShutdownGrace, &g.requests)
+	cancel()
+	<-shut
+	_ = srv.Close()
 	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serving HTTP: %w", err)
 	}

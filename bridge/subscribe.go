@@ -57,7 +57,7 @@ func (s *subscriptions) forward(uri, method string) {
 	if u == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.g.cfg.EffectiveCallTimeout(u.spec.Config))
+	ctx, cancel := context.WithTimeout(context.Background(), s.g.settings().cfg.EffectiveCallTimeout(u.spec.Config))
 	defer cancel()
 	if _, err := u.request(ctx, method, map[string]any{"uri": uri}); err != nil {
 		s.g.logger.Debug("forwarding resource subscription", "server", u.spec.Name, "uri", uri, "method", method, "error", err)

@@ -72,6 +72,9 @@ type upstream struct {
 	// server's response (the config's max_result_bytes); 0 means
 	// defaultMaxLine.
 	maxLine int64
+	// inflight counts requests awaiting an answer: a reload that replaces
+	// this upstream closes it only after they end.
+	inflight activity
 
 	mu           sync.RWMutex
 	tools        []mcp.Tool
@@ -451,6 +454,13 @@ func (u *upstream) abort(err error) error {
 	return err
 }
 
+// isClosed reports whether close (or abort) has been called.
+func (u *upstream) isClosed() bool {
+	u.mu.RLock()
+	defer u.mu.RUnlock()
+	return u.closed
+}
+
 // close ends the session and, for stdio, stops the process and its group.
 func (u *upstream) close() error { return u.stop() }
 
@@ -520,6 +530,8 @@ func (u *upstream) request(ctx context.Context, method string, params any) (json
 	if closed || u.tr == nil {
 		return nil, ErrUnavailable
 	}
+	u.inflight.begin()
+	defer u.inflight.end()
 	id := mcp.NewRequestId("tb-" + strconv.FormatInt(u.nextID.Add(1), 10))
 	ctx, over := watchOverflow(ctx)
 	resp, err := u.tr.SendRequest(ctx, transport.JSONRPCRequest{

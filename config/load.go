@@ -23,6 +23,16 @@ type LoadOptions struct {
 	Flags *flag.FlagSet
 }
 
+// File returns the config file Load reads: Path, else the one
+// TOOLBRIDGE_CONFIG names, else "" (no file).
+func (o LoadOptions) File() string {
+	if o.Path != "" {
+		return o.Path
+	}
+	path, _ := environLookup(o.Environ)(EnvConfigPath)
+	return path
+}
+
 // EnvConfigPath is the environment variable naming the config file when
 // LoadOptions.Path is empty. It is the one TOOLBRIDGE_* variable that is not
 // a config key.
@@ -55,10 +65,7 @@ const EnvConfigPath = "TOOLBRIDGE_CONFIG"
 // once.
 func Load(opts LoadOptions) (*Config, error) {
 	lookup := environLookup(opts.Environ)
-	path := opts.Path
-	if path == "" {
-		path, _ = lookup(EnvConfigPath)
-	}
+	path := opts.File()
 
 	cfg := Default()
 	root := reflect.ValueOf(&cfg).Elem()

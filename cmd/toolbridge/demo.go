@@ -28,7 +28,7 @@ func runDemo(ctx context.Context, args []string, io stdio, environ []string) err
 	if *script {
 		return runScript(ctx, cfg, specs, io, environ)
 	}
-	return serve(ctx, cfg, specs, f.logger(io.err), io, environ)
+	return serve(ctx, cfg, specs, f.logger(io.err), io, environ, nil)
 }
 
 // modeChosen reports whether the user set the mode by flag or environment

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"strings"
+	"sync"
 
 	"github.com/toolbridge/toolbridge/bridge"
 	"github.com/toolbridge/toolbridge/config"
@@ -74,21 +75,28 @@ func indentErrors(err error) error {
 
 func runServe(ctx context.Context, args []string, io stdio, environ []string) error {
 	f := newFlags("serve", io)
+	watch := f.fs.Bool("watch", false, "reload the config whenever its file changes (SIGHUP always reloads it)")
 	cfg, err := f.parse(args, environ)
 	if err != nil {
 		return err
 	}
+	r, stop, err := newReloader(config.LoadOptions{Path: f.config, Environ: environ, Flags: f.fs}, *watch, io.err)
+	if err != nil {
+		return err
+	}
+	defer stop()
 	specs := bridge.SpecsFromConfig(cfg)
 	if len(specs) == 0 {
 		fmt.Fprintln(io.err, "toolbridge: warning: no servers configured (give --config FILE, or try 'toolbridge demo')")
 	}
-	return serve(ctx, cfg, specs, f.logger(io.err), io, environ)
+	return serve(ctx, cfg, specs, f.logger(io.err), io, environ, r)
 }
 
 // serve connects to specs and serves clients until ctx ends or, on stdio,
 // the client closes stdin. Upstreams that fail to start are reported and
-// left out; the gateway serves the rest.
-func serve(ctx context.Context, cfg *config.Config, specs []bridge.Spec, logger *slog.Logger, io stdio, environ []string) error {
+// left out; the gateway serves the rest. r, if not nil, reloads the config
+// meanwhile.
+func serve(ctx context.Context, cfg *config.Config, specs []bridge.Spec, logger *slog.Logger, io stdio, environ []string, r *reloader) error {
 	// Bind first: a port that is taken should fail before children start.
 	var ln net.Listener
 	if cfg.Serve.Transport == config.ServeHTTP {
@@ -120,8 +128,18 @@ func serve(ctx context.Context, cfg *config.Config, specs []bridge.Spec, logger 
 	}
 	cat := g.Catalog()
 	fmt.Fprintf(io.err, "toolbridge: %d servers, %d tools; %s\n", len(cat.Servers), len(cat.Tools), where(cfg, ln))
+	if r != nil {
+		// Reloads stop before the gateway closes (defers run last first).
+		var reloading sync.WaitGroup
+		rctx, stopReloading := context.WithCancel(ctx)
+		reloading.Go(func() { r.run(rctx, g) })
+		defer func() {
+			stopReloading()
+			reloading.Wait()
+		}()
+	}
 	if ln != nil {
-		return g.ServeHTTP(ctx, ln, cfg.Serve.ShutdownGrace)
+		return g.ServeHTTP(ctx, ln)
 	}
 	return g.ServeStdio(ctx, io.in, io.out, io.err)
 }

@@ -1,0 +1,157 @@
+package bridge
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolbridge/toolbridge/classify"
+	"github.com/toolbridge/toolbridge/config"
+	"github.com/toolbridge/toolbridge/trace"
+)
+
+// settings is the part of the gateway a reload replaces as one: the config
+// and what is built from it.
+type settings struct {
+	cfg        *config.Config
+	classifier *classify.Classifier
+	counter    classify.Counter
+	hooks      *trace.Hooks
+	// calls counts the tool calls that started with these settings: when a
+	// reload replaces the hooks, the old ones (an open audit file) are
+	// closed only after the last of them ends.
+	calls activity
+}
+
+// settings returns the settings in force. Read them once per operation,
+// so that one call sees one config from start to end.
+func (g *Gateway) settings() *settings { return g.live.Load() }
+
+// provision builds everything cfg needs before it can replace old (nil at
+// start-up). What did not change carries over: the tokenizer, whose cache
+// of counts stays warm, and the hooks, whose audit file stays open.
+func provision(cfg *config.Config, old *settings, logger *slog.Logger) (*settings, error) {
+	classifier, err := classify.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building classifier: %w", err)
+	}
+	s := &settings{cfg: cfg, classifier: classifier}
+	if old != nil && old.cfg.Tokenizer == cfg.Tokenizer {
+		s.counter = old.counter
+	} else if s.counter, err = newBackgroundCounter(cfg.Tokenizer, logger); err != nil {
+		return nil, fmt.Errorf("building token counter: %w", err)
+	}
+	if old != nil && sameHooks(old.cfg, cfg) {
+		s.hooks = old.hooks
+	} else if s.hooks, err = trace.NewHooks(cfg, logger); err != nil {
+		return nil, fmt.Errorf("building hooks: %w", err)
+	}
+	return s, nil
+}
+
+func sameHooks(a, b *config.Config) bool {
+	return reflect.DeepEqual(a.Hooks, b.Hooks) && a.Audit == b.Audit
+}
+
+// ReloadSummary says what a reload changed.
+type ReloadSummary struct {
+	PoolChange
+	// NeedRestart lists the config sections that changed but are read
+	// only at start: serve (the listener, its security and limits) and
+	// telemetry (the exporter). The rest of the new config is in force.
+	NeedRestart []string
+	// Failed joins the connect errors of added or changed servers. As at
+	// start-up they are served without and retried in the background.
+	Failed error
+}
+
+// Reload applies cfg, and specs built from it, while serving, as Caddy
+// does: everything the new config needs is provisioned first (classifier,
+// tokenizer, hooks, connections to the new and changed servers) while the
+// old config keeps serving; then it is swapped in at once, the catalog is
+// republished (clients get list_changed if their view changed), and what
+// was replaced is closed once the calls using it have ended. Servers whose
+// config did not change keep their connection and process.
+//
+// An error means the new config was rejected and nothing changed.
+func (g *Gateway) Reload(ctx context.Context, cfg *config.Config, specs []Spec) (ReloadSummary, error) {
+	g.reloadMu.Lock()
+	defer g.reloadMu.Unlock()
+	old := g.settings()
+	live, err := provision(cfg, old, g.logger)
+	if err != nil {
+		return ReloadSummary{}, fmt.Errorf("rejecting the new config: %w", err)
+	}
+	discard := func() {
+		if live.hooks != old.hooks {
+			_ = live.hooks.Close()
+		}
+	}
+	change, retire, err := g.pool.Reload(ctx, cfg, specs)
+	if ctx.Err() != nil {
+		discard()
+		return ReloadSummary{}, fmt.Errorf("rejecting the new config: %w", err)
+	}
+	sum := ReloadSummary{PoolChange: change, Failed: err}
+	// The grace period is read at shutdown, so it is the one serve setting
+	// a reload changes.
+	oldServe, newServe := old.cfg.Serve, cfg.Serve
+	oldServe.ShutdownGrace, newServe.ShutdownGrace = 0, 0
+	if !reflect.DeepEqual(oldServe, newServe) {
+		sum.NeedRestart = append(sum.NeedRestart, "serve")
+	}
+	if !reflect.DeepEqual(old.cfg.Telemetry, cfg.Telemetry) {
+		sum.NeedRestart = append(sum.NeedRestart, "telemetry")
+	}
+
+	g.live.Store(live)
+	g.rebuild()
+	retire()
+	if live.hooks != old.hooks {
+		g.retireHooks(old)
+	}
+	g.logger.Info("config reloaded", "added", change.Added, "removed", change.Removed,
+		"changed", change.Changed, "kept", len(change.Kept), "need_restart", sum.NeedRestart)
+	return sum, nil
+}
+
+// retireHooks closes old's hooks once the calls that started with them
+// have ended, or after the longest a call may take.
+func (g *Gateway) retireHooks(old *settings) {
+	bound := old.cfg.Timeouts.Call + hookRetireSlack
+	for _, s := range old.cfg.Servers {
+		bound = max(bound, old.cfg.EffectiveCallTimeout(s)+hookRetireSlack)
+	}
+	g.retiring.Go(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), bound)
+		defer cancel()
+		if err := old.calls.wait(ctx); err != nil {
+			g.logger.Warn("closing the replaced hooks with calls still running", "calls", old.calls.running())
+		}
+		if err := old.hooks.Close(); err != nil {
+			g.logger.Warn("closing the replaced hooks", "error", err)
+		}
+	})
+}
+
+// hookRetireSlack is the time after a call's timeout in which its after
+// hooks still run.
+const hookRetireSlack = 5 * time.Second
+
+// countCalls counts every tool call being served and, once drain has
+// begun, refuses new ones with a result the model can act on.
+func (g *Gateway) countCalls(next server.ToolHandlerFunc) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if g.draining.Load() {
+			return toolError("toolbridge is shutting down, so %s was not run. Call it again once the gateway is back.", req.Params.Name), nil
+		}
+		g.calls.begin()
+		defer g.calls.end()
+		return next(ctx, req)
+	}
+}

@@ -1,0 +1,438 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolbridge/toolbridge/config"
+)
+
+// gateServer is an upstream whose "wait" tool answers once release is
+// closed, or fails when its context ends: a call that is still running
+// when the gateway reloads or shuts down, and that shows whether the
+// gateway cancelled it. entered receives one value per call that has
+// started.
+func gateServer(release <-chan struct{}, entered chan<- struct{}) *server.MCPServer {
+	s := server.NewMCPServer("gate", "1.0.0", server.WithToolCapabilities(true))
+	s.AddTool(mcp.NewTool("wait", mcp.WithDescription("Wait for the gate to open")),
+		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			entered <- struct{}{}
+			select {
+			case <-release:
+				return mcp.NewToolResultText("opened"), nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		})
+	return s
+}
+
+// waitEntered waits for a gate call to start; the deadline only stops a
+// hang when the call failed before reaching the upstream.
+func waitEntered(t *testing.T, entered <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-entered:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the wait call never reached the upstream")
+	}
+}
+
+// eventually polls cond until it holds; the deadline only stops a hang.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("still not so after 20s: %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// gatewayWith connects a gateway for cfg to specs, with a client in process.
+func gatewayWith(t *testing.T, cfg *config.Config, specs []Spec) (*Gateway, *client.Client) {
+	t.Helper()
+	g, err := New(cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = g.Close() })
+	if err := g.Connect(context.Background(), specs); err != nil {
+		t.Fatalf("Connect: %v", err)
+	}
+	c, err := client.NewInProcessClient(g.MCPServer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, startClient(t, c)
+}
+
+func TestReloadAddsRemovesAndKeepsServers(t *testing.T) {
+	alpha, beta, gamma := echoServer("alpha"), echoServer("beta"), echoServer("gamma")
+	cfg := testConfig()
+	g, c := gatewayWith(t, cfg, []Spec{{Name: "alpha", InProcess: alpha}, {Name: "beta", InProcess: beta}})
+	listChanged := make(chan struct{}, 10)
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == string(mcp.MethodNotificationToolsListChanged) {
+			listChanged <- struct{}{}
+		}
+	})
+	keptBefore, _ := g.pool.get("alpha")
+
+	next := *cfg
+	sum, err := g.Reload(context.Background(), &next, []Spec{{Name: "alpha", InProcess: alpha}, {Name: "gamma", InProcess: gamma}})
+	if err != nil {
+		t.Fatalf("Reload: %v", err)
+	}
+	if !slices.Equal(sum.Added, []string{"gamma"}) || !slices.Equal(sum.Removed, []string{"beta"}) ||
+		!slices.Equal(sum.Kept, []string{"alpha"}) || len(sum.Changed) != 0 || sum.Failed != nil {
+		t.Errorf("summary %+v, want added gamma, removed beta, kept alpha", sum)
+	}
+	if len(sum.NeedRestart) != 0 {
+		t.Errorf("NeedRestart %v for a config whose serve and telemetry are the same", sum.NeedRestart)
+	}
+	if keptAfter, _ := g.pool.get("alpha"); keptAfter != keptBefore {
+		t.Error("alpha's connection was replaced although its spec did not change")
+	}
+	select {
+	case <-listChanged:
+	case <-time.After(10 * time.Second):
+		t.Error("no notifications/tools/list_changed after the reload changed the tools")
+	}
+	names := strings.Join(toolNames(t, c), " ")
+	if !strings.Contains(names, "gamma__echo") || strings.Contains(names, "beta__") {
+		t.Errorf("tools after reload: %s", names)
+	}
+	if _, text := callText(t, c, "gamma__echo", map[string]any{"text": "hi"}); text != "gamma:hi" {
+		t.Errorf("gamma__echo = %q", text)
+	}
+	if _, text := callText(t, c, "alpha__echo", map[string]any{"text": "hi"}); text != "alpha:hi" {
+		t.Errorf("alpha__echo = %q", text)
+	}
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "beta__echo"
+	if res, err := c.CallTool(context.Background(), req); err == nil && !res.IsError {
+		t.Errorf("beta__echo after beta was removed: %+v, want an error", res)
+	}
+	statuses := g.Pool().Statuses()
+	if len(statuses) != 2 || statuses[0].Name != "alpha" || statuses[1].Name != "gamma" {
+		t.Errorf("statuses after reload: %+v", statuses)
+	}
+}
+
+func TestReloadAppliesNewRulesAndReportsRestartOnlySections(t *testing.T) {
+	alpha := echoServer("alpha")
+	cfg := testConfig()
+	g, c := gatewayWith(t, cfg, []Spec{{Name: "alpha", InProcess: alpha}})
+	if names := toolNames(t, c); slices.Contains(names, MetaSearch) {
+		t.Fatalf("bridge mode before the reload: %v", names)
+	}
+	next := *cfg
+	next.Mode = config.ModeOn
+	next.CoreTools = []string{"echo"}
+	next.Serve.Listen = "127.0.0.1:9999"
+	next.Serve.ShutdownGrace = time.Minute // read at shutdown: no restart needed
+	sum, err := g.Reload(context.Background(), &next, []Spec{{Name: "alpha", InProcess: alpha}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(sum.NeedRestart, []string{"serve"}) {
+		t.Errorf("NeedRestart = %v, want [serve]", sum.NeedRestart)
+	}
+	names := toolNames(t, c)
+	if !slices.Contains(names, MetaSearch) || !slices.Contains(names, "echo") || slices.Contains(names, "slow") {
+		t.Errorf("after reloading with mode on and echo core: %v", names)
+	}
+}
+
+func TestReloadRejectsBrokenConfigAndKeepsServing(t *testing.T) {
+	alpha := echoServer("alpha")
+	cfg := testConfig()
+	g, c := gatewayWith(t, cfg, []Spec{{Name: "alpha", InProcess: alpha}})
+	before := g.Catalog()
+
+	next := *cfg
+	next.Mode = config.ModeOn
+	next.Hooks = []config.Hook{{Command: "toolbridge-test-no-such-hook-command"}}
+	_, err := g.Reload(context.Background(), &next, []Spec{{Name: "beta", InProcess: echoServer("beta")}})
+	if err == nil || !strings.Contains(err.Error(), "rejecting the new config") || !strings.Contains(err.Error(), "toolbridge-test-no-such-hook-command") {
+		t.Fatalf("Reload with a hook that does not exist: %v, want a rejection naming it", err)
+	}
+	if g.Catalog() != before || g.settings().cfg != cfg {
+		t.Error("a rejected reload changed the catalog or the config")
+	}
+	if _, ok := g.pool.get("beta"); ok {
+		t.Error("a rejected reload connected the new server")
+	}
+	if _, text := callText(t, c, "echo", map[string]any{"text": "still"}); text != "alpha:still" {
+		t.Errorf("echo after a rejected reload = %q", text)
+	}
+}
+
+func TestReloadLetsCallsOnReplacedServerFinish(t *testing.T) {
+	release, entered := make(chan struct{}), make(chan struct{}, 1)
+	cfg := testConfig()
+	cfg.Timeouts.Call = time.Minute
+	g, c := gatewayWith(t, cfg, []Spec{{Name: "gate", InProcess: gateServer(release, entered)}, {Name: "alpha", InProcess: echoServer("alpha")}})
+	old, _ := g.pool.get("gate")
+
+	type outcome struct {
+		text string
+		err  error
+	}
+	got := make(chan outcome, 1)
+	go func() {
+		req := mcp.CallToolRequest{}
+		req.Params.Name = "wait"
+		res, err := c.CallTool(context.Background(), req)
+		if err == nil && len(res.Content) > 0 {
+			got <- outcome{text: res.Content[0].(mcp.TextContent).Text}
+			return
+		}
+		got <- outcome{err: err}
+	}()
+	select {
+	case <-entered:
+	case o := <-got:
+		t.Fatalf("the call ended before the reload: %+v", o)
+	}
+
+	next := *cfg
+	sum, err := g.Reload(context.Background(), &next, []Spec{{Name: "alpha", InProcess: echoServer("alpha2")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(sum.Removed, []string{"gate"}) || !slices.Equal(sum.Changed, []string{"alpha"}) {
+		t.Errorf("summary %+v", sum)
+	}
+	if old.isClosed() {
+		t.Fatal("the replaced upstream was closed with a call still running on it")
+	}
+	if _, text := callText(t, c, "echo", map[string]any{"text": "x"}); text != "alpha2:x" {
+		t.Errorf("echo after alpha changed = %q, want the new server's answer", text)
+	}
+	close(release)
+	if o := <-got; o.err != nil || o.text != "opened" {
+		t.Errorf("the call in flight during the reload: %+v, want its answer", o)
+	}
+	eventually(t, "the replaced upstream is closed once its call ended", old.isClosed)
+}
+
+func TestReloadRestartsOnlyChangedStdioServers(t *testing.T) {
+	bin := demoServer(t)
+	cfg := testConfig()
+	cfg.Servers = map[string]config.Server{
+		"math": {Command: bin, Args: []string{"math"}},
+		"text": {Command: bin, Args: []string{"text"}},
+	}
+	g, c := gatewayWith(t, cfg, SpecsFromConfig(cfg))
+	pid := func(name string) int {
+		u, ok := g.pool.get(name)
+		if !ok || u.child == nil {
+			t.Fatalf("%s is not a connected stdio server", name)
+		}
+		return u.child.pid()
+	}
+	mathPID, textPID := pid("math"), pid("text")
+	before := toolNames(t, c)
+
+	next := *cfg
+	next.Servers = map[string]config.Server{
+		"math": {Command: bin, Args: []string{"math"}},
+		"text": {Command: bin, Args: []string{"json"}}, // same name, another server
+	}
+	sum, err := g.Reload(context.Background(), &next, SpecsFromConfig(&next))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(sum.Kept, []string{"math"}) || !slices.Equal(sum.Changed, []string{"text"}) {
+		t.Errorf("summary %+v, want math kept and text changed", sum)
+	}
+	if pid("math") != mathPID {
+		t.Error("math's process was restarted although its config did not change")
+	}
+	if pid("text") == textPID {
+		t.Error("text's process was kept although its args changed")
+	}
+	eventually(t, "the replaced text server's process has exited", func() bool {
+		return syscall.Kill(textPID, 0) != nil
+	})
+	if after := toolNames(t, c); slices.Equal(before, after) {
+		t.Errorf("the tool list did not change when text became the json server: %v", after)
+	}
+}
+
+func TestReloadReplacesHooksAndClosesTheOldAuditLog(t *testing.T) {
+	dir := t.TempDir()
+	first, second := filepath.Join(dir, "first.jsonl"), filepath.Join(dir, "second.jsonl")
+	cfg := testConfig()
+	cfg.Audit.File = first
+	alpha := echoServer("alpha")
+	g, c := gatewayWith(t, cfg, []Spec{{Name: "alpha", InProcess: alpha}})
+	callText(t, c, "echo", map[string]any{"text": "one"})
+
+	next := *cfg
+	next.Audit.File = second
+	if _, err := g.Reload(context.Background(), &next, []Spec{{Name: "alpha", InProcess: alpha}}); err != nil {
+		t.Fatal(err)
+	}
+	callText(t, c, "raw_schema", map[string]any{"n": 2})
+	_ = g.Close() // waits for the old hooks to close
+	for _, f := range []struct{ path, want, not string }{{first, `"tool":"echo"`, `"tool":"raw_schema"`}, {second, `"tool":"raw_schema"`, `"tool":"echo"`}} {
+		b, err := os.ReadFile(f.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), f.want) || strings.Contains(string(b), f.not) {
+			t.Errorf("%s:\n%s\nwant the call with %s only", filepath.Base(f.path), b, f.want)
+		}
+	}
+}
+
+func TestStdioShutdownLetsCallsInFlightFinish(t *testing.T) {
+	release, entered := make(chan struct{}), make(chan struct{}, 1)
+	cfg := testConfig()
+	cfg.Timeouts.Call = time.Minute
+	cfg.Serve.ShutdownGrace = time.Minute
+	g, err := New(cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if err := g.Connect(context.Background(), []Spec{{Name: "gate", InProcess: gateServer(release, entered)}, {Name: "alpha", InProcess: echoServer("alpha")}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	c, served := serveStdioPipes(t, ctx, g)
+
+	got := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		req := mcp.CallToolRequest{}
+		req.Params.Name = "wait"
+		res, err := c.CallTool(context.Background(), req)
+		if err != nil {
+			t.Errorf("the call in flight at shutdown: %v", err)
+		}
+		got <- res
+	}()
+	waitEntered(t, entered)
+	stop() // SIGTERM
+	eventually(t, "new calls are refused while draining", func() bool {
+		res, text := callText(t, c, "echo", map[string]any{"text": "late"})
+		return res.IsError && strings.Contains(text, "shutting down")
+	})
+	select {
+	case err := <-served:
+		t.Fatalf("ServeStdio returned (%v) with a call still running inside the grace period", err)
+	default:
+	}
+	close(release)
+	if res := <-got; res == nil || res.IsError || res.Content[0].(mcp.TextContent).Text != "opened" {
+		t.Errorf("the call in flight at shutdown got %+v, want its answer", res)
+	}
+	if err := <-served; err != nil {
+		t.Errorf("ServeStdio: %v", err)
+	}
+}
+
+func TestStdioShutdownCancelsCallsAfterTheGracePeriod(t *testing.T) {
+	release, entered := make(chan struct{}), make(chan struct{}, 1)
+	defer close(release)
+	cfg := testConfig()
+	cfg.Timeouts.Call = time.Minute
+	cfg.Serve.ShutdownGrace = 50 * time.Millisecond
+	g, err := New(cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if err := g.Connect(context.Background(), []Spec{{Name: "gate", InProcess: gateServer(release, entered)}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	c, served := serveStdioPipes(t, ctx, g)
+	go func() {
+		req := mcp.CallToolRequest{}
+		req.Params.Name = "wait"
+		_, _ = c.CallTool(context.Background(), req)
+	}()
+	waitEntered(t, entered)
+	stop()
+	// The gate never opens: only the grace period can end ServeStdio.
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Errorf("ServeStdio: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("ServeStdio did not return after its grace period with a call that never ends")
+	}
+}
+
+func TestHTTPShutdownLetsCallsInFlightFinish(t *testing.T) {
+	release, entered := make(chan struct{}), make(chan struct{}, 1)
+	cfg := testConfig()
+	cfg.Timeouts.Call = time.Minute
+	cfg.Serve.ShutdownGrace = time.Minute
+	g, err := New(cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if err := g.Connect(context.Background(), []Spec{{Name: "gate", InProcess: gateServer(release, entered)}}); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- g.ServeHTTP(ctx, ln) }()
+	tr, err := transport.NewStreamableHTTP("http://" + ln.Addr().String() + "/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := startClient(t, client.NewClient(tr))
+
+	got := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		req := mcp.CallToolRequest{}
+		req.Params.Name = "wait"
+		res, err := c.CallTool(context.Background(), req)
+		if err != nil {
+			t.Errorf("the call in flight at shutdown: %v", err)
+		}
+		got <- res
+	}()
+	waitEntered(t, entered)
+	stop()
+	eventually(t, "the listener is closed", func() bool {
+		conn, err := net.DialTimeout("tcp", ln.Addr().String(), time.Second)
+		if err == nil {
+			_ = conn.Close()
+		}
+		return err != nil
+	})
+	close(release)
+	if res := <-got; res == nil || res.IsError || res.Content[0].(mcp.TextContent).Text != "opened" {
+		t.Errorf("the call in flight at shutdown got %+v, want its answer", res)
+	}
+	if err := <-served; err != nil && !errors.Is(err, context.Canceled) {
+		t.Errorf("ServeHTTP: %v", err)
+	}
+}
