@@ -511,12 +511,15 @@ func (g *Gateway) failureResult(ctx context.Context, c call, err error) (*mcp.Ca
 		return nil, err
 	}
 	var rpcErr *RPCError
+	var tooLarge *tooLargeError
 	switch {
 	case ctx.Err() != nil:
 		// The client cancelled or went away: nobody reads a result.
 		return nil, ctx.Err()
 	case f.timedOut:
 		return toolError("%s did not answer within %s (server %q call timeout). The server may be busy or hung; try again, or raise timeouts.call.", c.tool.ID, f.timeout, c.tool.Server), nil
+	case errors.As(err, &tooLarge):
+		return toolError("Server %q answered %s with more than max_result_bytes (%d bytes), so the result was dropped. Ask for less (a narrower query, a smaller page), or raise max_result_bytes.", c.tool.Server, c.tool.ID, tooLarge.limit), nil
 	case errors.As(err, &rpcErr):
 		return toolError("Server %q rejected the call to %s: %s (JSON-RPC code %d).", c.tool.Server, c.tool.ID, rpcErr.Message, rpcErr.Code), nil
 	default:

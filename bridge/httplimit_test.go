@@ -367,7 +367,7 @@ func TestHTTPUpstreamResultOverLimitIsAToolError(t *testing.T) {
 			}
 
 			res, text := callText(t, c, tc.tool, nil)
-			if !res.IsError || !strings.Contains(text, "max_result_bytes (65536 bytes)") {
+			if !res.IsError || !strings.Contains(text, "with more than max_result_bytes (65536 bytes)") {
 				t.Fatalf("want an isError result naming the limit, got isError %v: %.300q", res.IsError, text)
 			}
 			t.Logf("the client got: %s", text)
