@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/toolbridge/toolbridge/cmd/toolbridge/internal/testenv"
@@ -51,9 +53,9 @@ func runOverStdio(b *testing.B, tool string, args map[string]any, command string
 	if err := os.WriteFile(path, cfg, 0o600); err != nil {
 		b.Fatal(err)
 	}
-	direct := stdioClient(b, command, cmdArgs...)
-	pass := stdioClient(b, binary, "serve", "--config", path, "--mode", "off")
-	bridged := stdioClient(b, binary, "serve", "--config", path, "--mode", "on")
+	direct, _ := stdioClient(b, command, cmdArgs...)
+	pass, passPID := stdioClient(b, binary, "serve", "--config", path, "--mode", "off")
+	bridged, bridgedPID := stdioClient(b, binary, "serve", "--config", path, "--mode", "on")
 
 	plain := mcp.CallToolRequest{}
 	plain.Params.Name, plain.Params.Arguments = tool, args
@@ -76,11 +78,16 @@ func runOverStdio(b *testing.B, tool string, args map[string]any, command string
 		timed(bridged, meta)
 	}
 	var d, p, t []time.Duration
+	passCPU, bridgedCPU := processCPU(passPID), processCPU(bridgedPID)
 	for b.Loop() {
 		d = append(d, timed(direct, plain))
 		p = append(p, timed(pass, plain))
 		t = append(t, timed(bridged, meta))
 	}
+	// CPU is read in 10 ms ticks: meaningful over a thousand calls or more.
+	perCall := func(cpu time.Duration) float64 { return float64(cpu.Nanoseconds()) / 1000 / float64(len(p)) }
+	b.ReportMetric(perCall(processCPU(passPID)-passCPU), "pass-gateway-cpu-µs/call")
+	b.ReportMetric(perCall(processCPU(bridgedPID)-bridgedCPU), "toolcall-gateway-cpu-µs/call")
 	p50 := func(s []time.Duration) time.Duration {
 		s = slices.Clone(s)
 		slices.Sort(s)
@@ -98,11 +105,19 @@ func runOverStdio(b *testing.B, tool string, args map[string]any, command string
 }
 
 // stdioClient starts command as a stdio MCP server with an initialized
-// client on it; both stop at cleanup.
-func stdioClient(b *testing.B, command string, args ...string) *client.Client {
+// client on it, and returns the client and the process id; both stop at
+// cleanup.
+func stdioClient(b *testing.B, command string, args ...string) (*client.Client, int) {
 	b.Helper()
-	c, err := client.NewStdioMCPClient(command, nil, args...)
-	if err != nil {
+	var cmd *exec.Cmd
+	tr := transport.NewStdioWithOptions(command, nil, args,
+		transport.WithCommandFunc(func(ctx context.Context, command string, env, args []string) (*exec.Cmd, error) {
+			cmd = exec.Command(command, args...)
+			cmd.Env = os.Environ()
+			return cmd, nil
+		}))
+	c := client.NewClient(tr)
+	if err := c.Start(context.Background()); err != nil {
 		b.Fatalf("starting %s: %v", command, err)
 	}
 	b.Cleanup(func() { _ = c.Close() })
@@ -113,5 +128,5 @@ func stdioClient(b *testing.B, command string, args ...string) *client.Client {
 	if _, err := c.Initialize(ctx, init); err != nil {
 		b.Fatalf("initializing %s: %v", command, err)
 	}
-	return c
+	return c, cmd.Process.Pid
 }
