@@ -2,7 +2,7 @@ package bridge
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -38,17 +38,6 @@ func gateServer(release <-chan struct{}, entered chan<- struct{}) *server.MCPSer
 			}
 		})
 	return s
-}
-
-// waitEntered waits for a gate call to start; the deadline only stops a
-// hang when the call failed before reaching the upstream.
-func waitEntered(t *testing.T, entered <-chan struct{}) {
-	t.Helper()
-	select {
-	case <-entered:
-	case <-time.After(20 * time.Second):
-		t.Fatal("the wait call never reached the upstream")
-	}
 }
 
 // eventually polls cond until it holds; the deadline only stops a hang.
@@ -184,34 +173,16 @@ func TestReloadRejectsBrokenConfigAndKeepsServing(t *testing.T) {
 }
 
 func TestReloadLetsCallsOnReplacedServerFinish(t *testing.T) {
-	release, entered := make(chan struct{}), make(chan struct{}, 1)
-	cfg := testConfig()
-	cfg.Timeouts.Call = time.Minute
-	g, c := gatewayWith(t, cfg, []Spec{{Name: "gate", InProcess: gateServer(release, entered)}, {Name: "alpha", InProcess: echoServer("alpha")}})
+	g, release, entered := gatedGateway(t, time.Minute)
+	c, err := client.NewInProcessClient(g.MCPServer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	startClient(t, c)
 	old, _ := g.pool.get("gate")
+	got := callWait(t, c, entered)
 
-	type outcome struct {
-		text string
-		err  error
-	}
-	got := make(chan outcome, 1)
-	go func() {
-		req := mcp.CallToolRequest{}
-		req.Params.Name = "wait"
-		res, err := c.CallTool(context.Background(), req)
-		if err == nil && len(res.Content) > 0 {
-			got <- outcome{text: res.Content[0].(mcp.TextContent).Text}
-			return
-		}
-		got <- outcome{err: err}
-	}()
-	select {
-	case <-entered:
-	case o := <-got:
-		t.Fatalf("the call ended before the reload: %+v", o)
-	}
-
-	next := *cfg
+	next := *g.settings().cfg
 	sum, err := g.Reload(context.Background(), &next, []Spec{{Name: "alpha", InProcess: echoServer("alpha2")}})
 	if err != nil {
 		t.Fatal(err)
@@ -303,33 +274,66 @@ func TestReloadReplacesHooksAndClosesTheOldAuditLog(t *testing.T) {
 	}
 }
 
-func TestStdioShutdownLetsCallsInFlightFinish(t *testing.T) {
-	release, entered := make(chan struct{}), make(chan struct{}, 1)
+// gatedGateway is a gateway, with the given shutdown grace, in front of
+// a gate server (see gateServer) and an echo server.
+func gatedGateway(t *testing.T, grace time.Duration) (g *Gateway, release, entered chan struct{}) {
+	t.Helper()
+	release, entered = make(chan struct{}), make(chan struct{}, 1)
 	cfg := testConfig()
 	cfg.Timeouts.Call = time.Minute
-	cfg.Serve.ShutdownGrace = time.Minute
+	cfg.Serve.ShutdownGrace = grace
 	g, err := New(cfg, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer g.Close()
-	if err := g.Connect(context.Background(), []Spec{{Name: "gate", InProcess: gateServer(release, entered)}, {Name: "alpha", InProcess: echoServer("alpha")}}); err != nil {
+	t.Cleanup(func() { _ = g.Close() })
+	specs := []Spec{{Name: "gate", InProcess: gateServer(release, entered)}, {Name: "alpha", InProcess: echoServer("alpha")}}
+	if err := g.Connect(context.Background(), specs); err != nil {
 		t.Fatal(err)
 	}
-	ctx, stop := context.WithCancel(context.Background())
-	c, served := serveStdioPipes(t, ctx, g)
+	return g, release, entered
+}
 
-	got := make(chan *mcp.CallToolResult, 1)
+// waitOutcome is how a call of the gate's wait tool ended.
+type waitOutcome struct {
+	text string
+	err  error // the call's error, or an error naming the result's problem
+}
+
+// callWait calls the gate's wait tool on c in the background, once it has
+// reached the upstream.
+func callWait(t *testing.T, c *client.Client, entered <-chan struct{}) <-chan waitOutcome {
+	t.Helper()
+	got := make(chan waitOutcome, 1)
 	go func() {
 		req := mcp.CallToolRequest{}
 		req.Params.Name = "wait"
 		res, err := c.CallTool(context.Background(), req)
-		if err != nil {
-			t.Errorf("the call in flight at shutdown: %v", err)
+		switch {
+		case err != nil:
+			got <- waitOutcome{err: err}
+		case res.IsError || len(res.Content) == 0:
+			got <- waitOutcome{err: fmt.Errorf("result %+v", res)}
+		default:
+			text, _ := res.Content[0].(mcp.TextContent)
+			got <- waitOutcome{text: text.Text}
 		}
-		got <- res
 	}()
-	waitEntered(t, entered)
+	select {
+	case <-entered:
+	case o := <-got:
+		t.Fatalf("the wait call ended before reaching the upstream: %+v", o)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the wait call never reached the upstream")
+	}
+	return got
+}
+
+func TestStdioShutdownLetsCallsInFlightFinish(t *testing.T) {
+	g, release, entered := gatedGateway(t, time.Minute)
+	ctx, stop := context.WithCancel(context.Background())
+	c, served := serveStdioPipes(t, ctx, g)
+	got := callWait(t, c, entered)
 	stop() // SIGTERM
 	eventually(t, "new calls are refused while draining", func() bool {
 		res, text := callText(t, c, "echo", map[string]any{"text": "late"})
@@ -341,8 +345,8 @@ func TestStdioShutdownLetsCallsInFlightFinish(t *testing.T) {
 	default:
 	}
 	close(release)
-	if res := <-got; res == nil || res.IsError || res.Content[0].(mcp.TextContent).Text != "opened" {
-		t.Errorf("the call in flight at shutdown got %+v, want its answer", res)
+	if o := <-got; o.err != nil || o.text != "opened" {
+		t.Errorf("the call in flight at shutdown: %+v, want its answer", o)
 	}
 	if err := <-served; err != nil {
 		t.Errorf("ServeStdio: %v", err)
@@ -350,27 +354,11 @@ func TestStdioShutdownLetsCallsInFlightFinish(t *testing.T) {
 }
 
 func TestStdioShutdownCancelsCallsAfterTheGracePeriod(t *testing.T) {
-	release, entered := make(chan struct{}), make(chan struct{}, 1)
+	g, release, entered := gatedGateway(t, 50*time.Millisecond)
 	defer close(release)
-	cfg := testConfig()
-	cfg.Timeouts.Call = time.Minute
-	cfg.Serve.ShutdownGrace = 50 * time.Millisecond
-	g, err := New(cfg, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	if err := g.Connect(context.Background(), []Spec{{Name: "gate", InProcess: gateServer(release, entered)}}); err != nil {
-		t.Fatal(err)
-	}
 	ctx, stop := context.WithCancel(context.Background())
 	c, served := serveStdioPipes(t, ctx, g)
-	go func() {
-		req := mcp.CallToolRequest{}
-		req.Params.Name = "wait"
-		_, _ = c.CallTool(context.Background(), req)
-	}()
-	waitEntered(t, entered)
+	got := callWait(t, c, entered)
 	stop()
 	// The gate never opens: only the grace period can end ServeStdio.
 	select {
@@ -381,21 +369,13 @@ func TestStdioShutdownCancelsCallsAfterTheGracePeriod(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("ServeStdio did not return after its grace period with a call that never ends")
 	}
+	if o := <-got; o.err == nil {
+		t.Errorf("the call cut off by the end of the grace period got an answer: %+v", o)
+	}
 }
 
 func TestHTTPShutdownLetsCallsInFlightFinish(t *testing.T) {
-	release, entered := make(chan struct{}), make(chan struct{}, 1)
-	cfg := testConfig()
-	cfg.Timeouts.Call = time.Minute
-	cfg.Serve.ShutdownGrace = time.Minute
-	g, err := New(cfg, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	if err := g.Connect(context.Background(), []Spec{{Name: "gate", InProcess: gateServer(release, entered)}}); err != nil {
-		t.Fatal(err)
-	}
+	g, release, entered := gatedGateway(t, time.Minute)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -408,18 +388,7 @@ func TestHTTPShutdownLetsCallsInFlightFinish(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := startClient(t, client.NewClient(tr))
-
-	got := make(chan *mcp.CallToolResult, 1)
-	go func() {
-		req := mcp.CallToolRequest{}
-		req.Params.Name = "wait"
-		res, err := c.CallTool(context.Background(), req)
-		if err != nil {
-			t.Errorf("the call in flight at shutdown: %v", err)
-		}
-		got <- res
-	}()
-	waitEntered(t, entered)
+	got := callWait(t, c, entered)
 	stop()
 	eventually(t, "the listener is closed", func() bool {
 		conn, err := net.DialTimeout("tcp", ln.Addr().String(), time.Second)
@@ -429,10 +398,10 @@ func TestHTTPShutdownLetsCallsInFlightFinish(t *testing.T) {
 		return err != nil
 	})
 	close(release)
-	if res := <-got; res == nil || res.IsError || res.Content[0].(mcp.TextContent).Text != "opened" {
-		t.Errorf("the call in flight at shutdown got %+v, want its answer", res)
+	if o := <-got; o.err != nil || o.text != "opened" {
+		t.Errorf("the call in flight at shutdown: %+v, want its answer", o)
 	}
-	if err := <-served; err != nil && !errors.Is(err, context.Canceled) {
+	if err := <-served; err != nil {
 		t.Errorf("ServeHTTP: %v", err)
 	}
 }
