@@ -121,14 +121,16 @@ func (g *Gateway) Reload(ctx context.Context, cfg *config.Config, specs []Spec) 
 }
 
 // retireHooks closes old's hooks once the calls that started with them
-// have ended, or after the longest a call may take.
+// have ended, after the longest a call may take, or when the gateway
+// closes, whichever is first.
 func (g *Gateway) retireHooks(old *settings) {
 	bound := old.cfg.Timeouts.Call + hookRetireSlack
 	for _, s := range old.cfg.Servers {
 		bound = max(bound, old.cfg.EffectiveCallTimeout(s)+hookRetireSlack)
 	}
 	g.retiring.Go(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), bound)
+		// The pool's life ends first thing in Close.
+		ctx, cancel := context.WithTimeout(g.pool.life, bound)
 		defer cancel()
 		if err := old.calls.wait(ctx); err != nil {
 			g.logger.Warn("closing the replaced hooks with calls still running", "calls", old.calls.running())
