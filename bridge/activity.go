@@ -10,18 +10,18 @@ import (
 // still using an old upstream or old hooks before closing them. Unlike a
 // sync.WaitGroup it may be waited on while work keeps starting, and the
 // wait is bounded by a context.
+//
+// Every call passes through three of them, so begin and end allocate
+// nothing: the channel a waiter sleeps on is made only when someone waits.
 type activity struct {
 	mu   sync.Mutex
 	n    int
-	idle chan struct{} // closed while n == 0; nil until the first begin
+	idle chan struct{} // made by wait while n > 0, closed when n drops to 0
 }
 
 // begin records one piece of work starting; end must follow.
 func (a *activity) begin() {
 	a.mu.Lock()
-	if a.n == 0 {
-		a.idle = make(chan struct{})
-	}
 	a.n++
 	a.mu.Unlock()
 }
@@ -29,8 +29,9 @@ func (a *activity) begin() {
 // end records one piece of work finishing.
 func (a *activity) end() {
 	a.mu.Lock()
-	if a.n--; a.n == 0 {
+	if a.n--; a.n == 0 && a.idle != nil {
 		close(a.idle)
+		a.idle = nil
 	}
 	a.mu.Unlock()
 }
@@ -42,6 +43,9 @@ func (a *activity) wait(ctx context.Context) error {
 	if a.n == 0 {
 		a.mu.Unlock()
 		return nil
+	}
+	if a.idle == nil {
+		a.idle = make(chan struct{})
 	}
 	idle := a.idle
 	a.mu.Unlock()
