@@ -3,6 +3,7 @@ module github.com/toolbridge/toolbridge
 go 1.26.8
 
 require (
+	github.com/dlclark/regexp2/v2 v2.5.1
 	github.com/kljensen/snowball v0.10.0
 	github.com/knadh/koanf/parsers/json v1.0.1
 	github.com/knadh/koanf/parsers/toml/v2 v2.1.0
@@ -36,7 +37,6 @@ require (
 require (
 	github.com/cenkalti/backoff/v5 v5.0.3 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/dlclark/regexp2/v2 v2.5.1 // indirect
 	github.com/fsnotify/fsnotify v1.9.0 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
