@@ -50,7 +50,57 @@ func NewCounter(name string) (Counter, error) {
 // protocol plumbing, not prompt text. RawInputSchema and RawOutputSchema win
 // over the structured schemas when set, as the gateway keeps the upstream's
 // raw schema there.
+//
+// A tool whose schemas are raw, as the gateway's always are, takes a
+// shortcut that gives the same bytes (see rawSchemaTool).
 func ToolJSON(tool mcp.Tool) ([]byte, error) {
+	if fastToolJSON(tool) {
+		b, err := json.Marshal(rawSchemaTool{
+			Annotations: tool.Annotations, Description: tool.Description, InputSchema: tool.RawInputSchema,
+			Name: tool.Name, OutputSchema: tool.RawOutputSchema, Title: tool.Title,
+		})
+		if err == nil {
+			return b, nil
+		}
+		// A broken schema: mcp-go's path says why, in its words.
+	}
+	return marshalTool(tool)
+}
+
+// rawSchemaTool is what mcp-go's Tool.MarshalJSON writes of a tool with a
+// raw input schema and a raw or no output schema, minus the plumbing
+// ToolJSON leaves out: the same keys, in the same order (it marshals a
+// map, so sorted), omitted in the same cases, each value marshalled by the
+// same encoding/json code (strings quoted and raw schemas compacted, both
+// HTML-escaped). Marshalling it skips building and sorting a map per
+// tool, which was most of the cost of counting a tool whose text the
+// counter has seen; TestToolJSONMatchesMCPGo and FuzzToolJSON hold it to
+// mcp-go's bytes.
+type rawSchemaTool struct {
+	Annotations  mcp.ToolAnnotation `json:"annotations"`
+	Description  string             `json:"description,omitempty"`
+	InputSchema  json.RawMessage    `json:"inputSchema"`
+	Name         string             `json:"name"`
+	OutputSchema json.RawMessage    `json:"outputSchema,omitempty"`
+	Title        string             `json:"title,omitempty"`
+}
+
+// fastToolJSON reports whether rawSchemaTool marshals tool as mcp-go
+// would: the input schema is raw, and the output schema raw and not empty
+// (mcp-go writes an empty one and fails; omitempty would drop it) or not
+// there at all.
+func fastToolJSON(tool mcp.Tool) bool {
+	if tool.RawInputSchema == nil {
+		return false
+	}
+	if tool.RawOutputSchema == nil {
+		return tool.OutputSchema.Type == ""
+	}
+	return len(tool.RawOutputSchema) > 0
+}
+
+// marshalTool is ToolJSON through mcp-go's Tool.MarshalJSON.
+func marshalTool(tool mcp.Tool) ([]byte, error) {
 	t := mcp.Tool{
 		Name:            tool.Name,
 		Title:           tool.Title,
