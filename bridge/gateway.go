@@ -20,7 +20,6 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolbridge/toolbridge/bridge/search"
-	"github.com/toolbridge/toolbridge/classify"
 	"github.com/toolbridge/toolbridge/config"
 	"github.com/toolbridge/toolbridge/trace"
 )
@@ -139,63 +138,12 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g.relay.onChange = g.upstreamChanged
 	g.pool = newPool(cfg, PoolOptions{Environ: opts.Environ, Progress: opts.Progress}, g.relay)
 	g.pool.onChange = g.rebuild
-	// The placeholder until Connect publishes the first real catalog. Its
-	// meta-tools are counted with the chars/4 estimate, so that New does not
-	// wait for the tokenizer, which loads meanwhile; nothing reports tokens
-	// before Connect, and every catalog after it is counted for real.
+	// The placeholder until Connect publishes the first real catalog.
 	empty := buildCatalog(nil, metaNames)
-	estimate, err := classify.NewCounter(config.TokenizerEstimate)
-	if err != nil {
-		return nil, fmt.Errorf("building token counter: %w", err)
-	}
-	g.classifyWith(empty, live, estimate)
+	g.classifyWith(empty, live, live.counter)
 	g.catalog.Store(empty)
 	return g, nil
 }
-
-// backgroundCounter is a token counter whose tokenizer loads on a
-// goroutine of its own. Loading o200k_base costs about 30 ms of CPU, which
-// start-up spends while the upstream servers start rather than before
-// starting them; the first count waits for it.
-type backgroundCounter struct {
-	ready chan struct{}
-	c     classify.Counter
-}
-
-// newBackgroundCounter returns the counter for a tokenizer name. A name
-// classify does not know is an error at once; a tokenizer that then fails
-// to load (it is compiled in, so it does not in practice) is logged and
-// replaced by the chars/4 estimate.
-func newBackgroundCounter(name string, logger *slog.Logger) (classify.Counter, error) {
-	if name != config.TokenizerO200k && name != "" {
-		return classify.NewCounter(name) // nothing to load, or an unknown name
-	}
-	b := &backgroundCounter{ready: make(chan struct{})}
-	go func() {
-		defer close(b.ready)
-		c, err := classify.NewCounter(name)
-		if err != nil {
-			logger.Error("loading the tokenizer failed; counting tokens as chars/4 instead", "tokenizer", name, "error", err)
-			c, _ = classify.NewCounter(config.TokenizerEstimate)
-		}
-		b.c = c
-	}()
-	return b, nil
-}
-
-func (b *backgroundCounter) loaded() classify.Counter {
-	<-b.ready
-	return b.c
-}
-
-// Count counts as classify.Counter does, once the tokenizer is loaded.
-func (b *backgroundCounter) Count(tool mcp.Tool) int { return b.loaded().Count(tool) }
-
-// Name is the tokenizer's name.
-func (b *backgroundCounter) Name() string { return b.loaded().Name() }
-
-// Exact reports whether counts are real BPE counts.
-func (b *backgroundCounter) Exact() bool { return b.loaded().Exact() }
 
 // searchIndexMaxHits caps what the gateway asks the index for: the
 // configured limit plus the visible tools it filters out.

@@ -43,7 +43,7 @@ func provision(cfg *config.Config, old *settings, logger *slog.Logger) (*setting
 	s := &settings{cfg: cfg, classifier: classifier}
 	if old != nil && old.cfg.Tokenizer == cfg.Tokenizer {
 		s.counter = old.counter
-	} else if s.counter, err = newBackgroundCounter(cfg.Tokenizer, logger); err != nil {
+	} else if s.counter, err = classify.NewCounter(cfg.Tokenizer); err != nil {
 		return nil, fmt.Errorf("building token counter: %w", err)
 	}
 	if old != nil && sameHooks(old.cfg, cfg) {
