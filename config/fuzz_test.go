@@ -8,7 +8,15 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
+
+// loadHangLimit is how long a fuzzed Load may take before the input is
+// reported as a hang. Go's fuzzer has no per-input timeout: without this,
+// an input that makes Load loop stalls the fuzzer silently and is never
+// saved. A config file's load takes well under a millisecond; the limit is
+// far above anything a slow machine could make of that.
+const loadHangLimit = 10 * time.Second
 
 // fuzzEnviron is the environment fuzzed configs see: some variables set, no
 // TOOLBRIDGE_* ones, so every error must come from the file.
@@ -47,7 +55,23 @@ func checkLoad(t *testing.T, dir, ext string, data []byte) {
 		t.Fatal(err)
 	}
 	defer os.Remove(path)
-	c, err := Load(LoadOptions{Path: path, Environ: fuzzEnviron})
+	type loaded struct {
+		c   *Config
+		err error
+	}
+	done := make(chan loaded, 1)
+	go func() {
+		c, err := Load(LoadOptions{Path: path, Environ: fuzzEnviron})
+		done <- loaded{c, err}
+	}()
+	var c *Config
+	var err error
+	select {
+	case l := <-done:
+		c, err = l.c, l.err
+	case <-time.After(loadHangLimit):
+		t.Fatalf("Load did not return within %s: a config file must not hang the gateway", loadHangLimit)
+	}
 	if err != nil {
 		if c != nil {
 			t.Fatalf("Load returned a Config and an error")
