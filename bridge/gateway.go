@@ -20,6 +20,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolbridge/toolbridge/bridge/search"
+	"github.com/toolbridge/toolbridge/classify"
 	"github.com/toolbridge/toolbridge/config"
 	"github.com/toolbridge/toolbridge/trace"
 )
@@ -160,10 +161,37 @@ func (g *Gateway) Catalog() *Catalog { return g.catalog.Load() }
 
 // Connect connects to specs in parallel and publishes what they offer. The
 // error lists servers that failed; the gateway serves the others anyway.
+//
+// Each server's tools are counted and indexed as soon as it is up, while
+// the others are still starting (see prepare): the catalog published once
+// the slowest is up then only has that one's tools left to do.
 func (g *Gateway) Connect(ctx context.Context, specs []Spec) error {
-	err := g.pool.Connect(ctx, specs)
+	err := g.pool.connect(ctx, specs, g.prepare)
 	g.rebuild()
 	return err
+}
+
+// prepare does one connected server's share of the next rebuild before
+// the catalog includes it: it counts the server's tools (the counter
+// caches counts by text, so the rebuild's count of them is nearly free)
+// and indexes them (updateIndex skips a server whose documents it holds).
+// A tool that another server's tool of the same name will qualify is
+// counted under its bare name here: only that name's text is counted
+// again. tool_search ignores hits the catalog does not have yet.
+func (g *Gateway) prepare(u *upstream) {
+	cat := buildCatalog([]*upstream{u}, metaNames)
+	listed := make([]mcp.Tool, len(cat.Tools))
+	for i, t := range cat.Tools {
+		listed[i] = t.Listed()
+	}
+	var indexed sync.WaitGroup
+	indexed.Go(func() {
+		g.rebuildMu.Lock()
+		defer g.rebuildMu.Unlock()
+		g.indexServer(u.spec.Name, cat.Tools, nil)
+	})
+	classify.CountAll(g.settings().counter, listed)
+	indexed.Wait()
 }
 
 // Close disconnects every upstream, stops their processes, closes the

@@ -86,27 +86,35 @@ func (g *Gateway) updateIndex(cat *Catalog) {
 	}
 	var scratch []byte
 	for name, tools := range byServer {
-		var print [sha256.Size]byte
-		print, scratch = docPrint(tools, scratch)
-		if old, ok := g.serverDocs[name]; ok && old == print {
-			continue
-		}
-		docs := make([]search.Document, 0, len(tools))
-		for _, t := range tools {
-			raw, err := json.Marshal(indexedToolOf(t))
-			if err != nil {
-				raw = []byte(`{"name":` + strconv.Quote(t.Name) + `}`)
-			}
-			doc, err := search.DocumentFromToolJSON(name, raw)
-			if err != nil {
-				doc = search.Document{Name: t.Name, Description: t.Tool.Description}
-			}
-			doc.ID, doc.Server = t.ID, name
-			docs = append(docs, doc)
-		}
-		g.index.Upsert(name, docs)
-		g.serverDocs[name] = print
+		scratch = g.indexServer(name, tools, scratch)
 	}
+}
+
+// indexServer brings the index's documents of one server in line with
+// tools (sorted by ID), unless it holds them already. scratch is reused
+// between calls and returned. g.rebuildMu is held.
+func (g *Gateway) indexServer(name string, tools []*Tool, scratch []byte) []byte {
+	var print [sha256.Size]byte
+	print, scratch = docPrint(tools, scratch)
+	if old, ok := g.serverDocs[name]; ok && old == print {
+		return scratch
+	}
+	docs := make([]search.Document, 0, len(tools))
+	for _, t := range tools {
+		raw, err := json.Marshal(indexedToolOf(t))
+		if err != nil {
+			raw = []byte(`{"name":` + strconv.Quote(t.Name) + `}`)
+		}
+		doc, err := search.DocumentFromToolJSON(name, raw)
+		if err != nil {
+			doc = search.Document{Name: t.Name, Description: t.Tool.Description}
+		}
+		doc.ID, doc.Server = t.ID, name
+		docs = append(docs, doc)
+	}
+	g.index.Upsert(name, docs)
+	g.serverDocs[name] = print
+	return scratch
 }
 
 // indexedTool is what the search index reads of a tool (see

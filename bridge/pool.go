@@ -102,7 +102,15 @@ type dialed struct {
 // connected or failed, and the error lists the ones that failed. Failed
 // servers are retried in the background (see supervise).
 func (p *Pool) Connect(ctx context.Context, specs []Spec) error {
-	outcomes, err := p.dialAll(ctx, specs)
+	return p.connect(ctx, specs, nil)
+}
+
+// connect is Connect that also hands each server that comes up to ready,
+// if not nil, as it comes up (one at a time, in the order they come up),
+// before the pool serves it. The gateway uses it to do a server's share of
+// the catalog's work while slower servers are still starting.
+func (p *Pool) connect(ctx context.Context, specs []Spec, ready func(*upstream)) error {
+	outcomes, err := p.dialAll(ctx, specs, ready)
 	p.mu.Lock()
 	var replaced []*upstream
 	for _, o := range outcomes {
@@ -121,8 +129,9 @@ func (p *Pool) Connect(ctx context.Context, specs []Spec) error {
 }
 
 // dialAll dials specs in parallel and reports each as it comes up or
-// fails. The error joins the failures.
-func (p *Pool) dialAll(ctx context.Context, specs []Spec) ([]dialed, error) {
+// fails, handing each that comes up to ready if it is not nil. The error
+// joins the failures.
+func (p *Pool) dialAll(ctx context.Context, specs []Spec, ready func(*upstream)) ([]dialed, error) {
 	results := make(chan dialed, len(specs))
 	for _, spec := range specs {
 		go func() {
@@ -142,6 +151,9 @@ func (p *Pool) dialAll(ctx context.Context, specs []Spec) ([]dialed, error) {
 			tools, _, _, _ := o.u.snapshot()
 			fmt.Fprintf(p.progress, "toolbridge: ✓ %-20s %-15s %4d tools %6d ms\n",
 				o.spec.Name, o.spec.Transport(), len(tools), o.took.Milliseconds())
+			if ready != nil {
+				ready(o.u)
+			}
 		}
 		outcomes = append(outcomes, o)
 	}
@@ -217,7 +229,7 @@ func (p *Pool) Reload(ctx context.Context, cfg *config.Config, specs []Spec) (ch
 	sort.Strings(change.Removed)
 
 	p.cfg.Store(cfg)
-	outcomes, err := p.dialAll(ctx, toDial)
+	outcomes, err := p.dialAll(ctx, toDial, nil)
 	if ctx.Err() != nil {
 		// Stopped while dialling (shutdown): keep the old set whole.
 		p.cfg.Store(old)
