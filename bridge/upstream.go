@@ -722,33 +722,53 @@ func paginate(ctx context.Context, u *upstream, method string, page func(json.Ra
 // decodeTool decodes one tool and keeps its input and output schemas as
 // the raw JSON the server sent: mcp-go's typed schema drops keywords it does
 // not model ($schema, titles, ...), and clients must see them unchanged.
+// The schemas are not decoded into mcp-go's typed maps at all: nothing
+// reads those, and for a catalog of thousands of tools decoding them was
+// most of the CPU and garbage of listing it.
 func decodeTool(raw json.RawMessage) (mcp.Tool, error) {
-	var t mcp.Tool
-	if err := json.Unmarshal(raw, &t); err != nil {
-		return t, err
+	var wire struct {
+		mcp.Tool
+		// At a shallower depth than mcp.Tool's fields of the same JSON
+		// names, these take the schemas instead of them.
+		InputSchema  json.RawMessage `json:"inputSchema"`
+		OutputSchema json.RawMessage `json:"outputSchema"`
 	}
-	var schemas struct {
-		Input  json.RawMessage `json:"inputSchema"`
-		Output json.RawMessage `json:"outputSchema"`
+	if err := json.Unmarshal(raw, &wire); err != nil {
+		return mcp.Tool{}, err
 	}
-	if err := json.Unmarshal(raw, &schemas); err != nil {
-		return t, err
-	}
+	t := wire.Tool
 	if t.Name == "" {
 		return t, errors.New("tool has no name")
 	}
-	t.InputSchema = mcp.ToolInputSchema{}
-	t.RawInputSchema = schemas.Input
-	if len(t.RawInputSchema) == 0 || string(t.RawInputSchema) == "null" {
+	t.RawInputSchema = wire.InputSchema
+	switch {
+	case isNull(t.RawInputSchema):
 		// A tool must have an input schema; an empty object schema is what
 		// the server meant.
 		t.RawInputSchema = json.RawMessage(`{"type":"object"}`)
+	case !isObject(t.RawInputSchema):
+		return t, fmt.Errorf("tool %q: inputSchema is not a JSON object", t.Name)
 	}
-	t.OutputSchema = mcp.ToolOutputSchema{}
-	if len(schemas.Output) > 0 && string(schemas.Output) != "null" {
-		t.RawOutputSchema = schemas.Output
+	if !isNull(wire.OutputSchema) {
+		if !isObject(wire.OutputSchema) {
+			return t, fmt.Errorf("tool %q: outputSchema is not a JSON object", t.Name)
+		}
+		t.RawOutputSchema = wire.OutputSchema
 	}
 	return t, nil
+}
+
+// isNull reports whether a raw JSON value is absent or null.
+func isNull(v json.RawMessage) bool {
+	v = bytes.TrimSpace(v)
+	return len(v) == 0 || string(v) == "null"
+}
+
+// isObject reports whether a raw JSON value (already known to be valid
+// JSON) is an object.
+func isObject(v json.RawMessage) bool {
+	v = bytes.TrimSpace(v)
+	return len(v) > 0 && v[0] == '{'
 }
 
 // snapshot returns the upstream's current lists; the slices are never

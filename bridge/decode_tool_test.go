@@ -1,0 +1,68 @@
+package bridge
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestDecodeTool(t *testing.T) {
+	for _, tc := range []struct {
+		name, raw       string
+		wantIn, wantOut string // raw schemas kept, byte for byte
+		wantErr         string
+	}{
+		{name: "schemas kept as sent", raw: `{"name":"t","inputSchema":{"$schema":"x","type":"object","properties":{"a":{"type":"string","title":"A"}}},"outputSchema":{"type":"object"}}`,
+			wantIn: `{"$schema":"x","type":"object","properties":{"a":{"type":"string","title":"A"}}}`, wantOut: `{"type":"object"}`},
+		{name: "missing input schema", raw: `{"name":"t"}`, wantIn: `{"type":"object"}`},
+		{name: "null input schema", raw: `{"name":"t","inputSchema":null,"outputSchema":null}`, wantIn: `{"type":"object"}`},
+		{name: "annotations and title", raw: `{"name":"t","title":"T","annotations":{"readOnlyHint":true},"inputSchema":{}}`, wantIn: `{}`},
+		{name: "no name", raw: `{"inputSchema":{}}`, wantErr: "no name"},
+		{name: "input schema a string", raw: `{"name":"t","inputSchema":"object"}`, wantErr: "inputSchema is not a JSON object"},
+		{name: "input schema an array", raw: `{"name":"t","inputSchema":[]}`, wantErr: "inputSchema is not a JSON object"},
+		{name: "output schema a number", raw: `{"name":"t","inputSchema":{},"outputSchema":1}`, wantErr: "outputSchema is not a JSON object"},
+		{name: "name a number", raw: `{"name":1,"inputSchema":{}}`, wantErr: "cannot unmarshal"},
+		{name: "truncated", raw: `{"name":"t","inputSchema":{`, wantErr: "unexpected end"},
+		{name: "not an object", raw: `[]`, wantErr: "cannot unmarshal"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tool, err := decodeTool(json.RawMessage(tc.raw))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("decodeTool(%s) error = %v, want one containing %q", tc.raw, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("decodeTool(%s): %v", tc.raw, err)
+			}
+			if string(tool.RawInputSchema) != tc.wantIn || string(tool.RawOutputSchema) != tc.wantOut {
+				t.Errorf("schemas %s / %s, want %s / %s", tool.RawInputSchema, tool.RawOutputSchema, tc.wantIn, tc.wantOut)
+			}
+			if tool.InputSchema.Properties != nil || tool.InputSchema.Type != "" {
+				t.Errorf("the typed input schema was decoded too: %+v", tool.InputSchema)
+			}
+		})
+	}
+}
+
+// BenchmarkDecodeTool decodes the 99 tools of the 13 reference servers
+// (testdata), as listing them does.
+func BenchmarkDecodeTool(b *testing.B) {
+	var raws []json.RawMessage
+	for _, tool := range referenceTools(b) {
+		raw, err := json.Marshal(tool)
+		if err != nil {
+			b.Fatal(err)
+		}
+		raws = append(raws, raw)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, raw := range raws {
+			if _, err := decodeTool(raw); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
