@@ -87,14 +87,13 @@ func (g *Gateway) Reload(ctx context.Context, cfg *config.Config, specs []Spec) 
 	if err != nil {
 		return ReloadSummary{}, fmt.Errorf("rejecting the new config: %w", err)
 	}
-	discard := func() {
+	change, retire, err := g.pool.Reload(ctx, cfg, specs)
+	if ctx.Err() != nil {
+		// Stopped while connecting (shutdown): the pool kept the old set;
+		// what was provisioned for the new one goes.
 		if live.hooks != old.hooks {
 			_ = live.hooks.Close()
 		}
-	}
-	change, retire, err := g.pool.Reload(ctx, cfg, specs)
-	if ctx.Err() != nil {
-		discard()
 		return ReloadSummary{}, fmt.Errorf("rejecting the new config: %w", err)
 	}
 	sum := ReloadSummary{PoolChange: change, Failed: err}
