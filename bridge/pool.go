@@ -201,9 +201,9 @@ func (p *Pool) Reload(ctx context.Context, cfg *config.Config, specs []Spec) (ch
 	current := maps.Clone(p.specs)
 	p.mu.RUnlock()
 	old := p.cfg.Load()
-	// These are read when a connection is made: a change reaches every
-	// server only by reconnecting it.
-	reconnectAll := old.MaxResultBytes != cfg.MaxResultBytes || old.Restart != cfg.Restart
+	// The result bound is fixed when a connection is made: a change
+	// reaches every server only by reconnecting it.
+	reconnectAll := old.MaxResultBytes != cfg.MaxResultBytes
 
 	wanted := map[string]bool{}
 	var toDial []Spec
@@ -320,8 +320,10 @@ func (p *Pool) supervise(spec Spec, u *upstream) {
 	if spec.InProcess != nil {
 		return
 	}
-	restart := p.cfg.Load().Restart
-	initial, maxDelay := max(restart.Initial, minRestartDelay), max(restart.Max, minRestartDelay)
+	// Read at each step rather than once, so that a reload's new backoff
+	// applies without reconnecting anything.
+	initial := func() time.Duration { return max(p.cfg.Load().Restart.Initial, minRestartDelay) }
+	maxDelay := func() time.Duration { return max(p.cfg.Load().Restart.Max, minRestartDelay) }
 	ctx, stop := context.WithCancel(p.life)
 	sup := &supervisor{stop: stop}
 	p.mu.Lock()
@@ -332,7 +334,7 @@ func (p *Pool) supervise(spec Spec, u *upstream) {
 	p.mu.Unlock()
 	p.supervisors.Go(func() {
 		defer stop()
-		delay := initial
+		delay := initial()
 		for {
 			if u != nil {
 				select {
@@ -345,7 +347,7 @@ func (p *Pool) supervise(spec Spec, u *upstream) {
 				u.mu.RUnlock()
 				fmt.Fprintf(p.progress, "toolbridge: ✗ %-20s lost: %s; reconnecting\n", spec.Name, why)
 				p.setDown(sup, spec.Name, "lost: "+why, time.Now().Add(delay))
-				delay = initial
+				delay = initial()
 			}
 			// Back off before each attempt: a server that dies at once must
 			// not be restarted in a tight loop.
@@ -360,7 +362,7 @@ func (p *Pool) supervise(spec Spec, u *upstream) {
 				if ctx.Err() != nil {
 					return
 				}
-				delay = min(delay*2, maxDelay)
+				delay = min(delay*2, maxDelay())
 				p.setDown(sup, spec.Name, err.Error(), time.Now().Add(delay))
 				continue
 			}

@@ -405,3 +405,31 @@ func TestHTTPShutdownLetsCallsInFlightFinish(t *testing.T) {
 		t.Errorf("ServeHTTP: %v", err)
 	}
 }
+
+func TestReloadReconnectsOnlyWhatAChangeReaches(t *testing.T) {
+	alpha := echoServer("alpha")
+	specs := []Spec{{Name: "alpha", InProcess: alpha}}
+	cfg := testConfig()
+	g, _ := gatewayWith(t, cfg, specs)
+
+	backoff := *cfg
+	backoff.Restart.Max = time.Minute // read by the supervisor at each step
+	sum, err := g.Reload(context.Background(), &backoff, specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(sum.Kept, []string{"alpha"}) {
+		t.Errorf("a new restart backoff reconnected servers: %+v", sum)
+	}
+	bound := backoff
+	bound.MaxResultBytes = 1 << 20 // fixed when a connection is made
+	if sum, err = g.Reload(context.Background(), &bound, specs); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(sum.Changed, []string{"alpha"}) {
+		t.Errorf("a new max_result_bytes did not reconnect alpha: %+v", sum)
+	}
+	if u, _ := g.pool.get("alpha"); u.maxLine != 1<<20 {
+		t.Errorf("alpha's bound is %d after the reload, want %d", u.maxLine, 1<<20)
+	}
+}
