@@ -73,6 +73,13 @@ func (r *reloader) run(ctx context.Context, g *bridge.Gateway) {
 			return
 		case <-r.hup:
 			fmt.Fprintln(r.out, "toolbridge: SIGHUP: reloading the config")
+			if tick != nil {
+				// What this reload reads is not a change for --watch to
+				// reload again.
+				if now, err := os.ReadFile(r.file); err == nil {
+					seen = now
+				}
+			}
 		case <-tick:
 			now, err := os.ReadFile(r.file)
 			// A file that is missing for a moment is an editor replacing
