@@ -138,9 +138,12 @@ func (ix *Index) accumulate(groups []queryGroup, sc *scratch) {
 				continue
 			}
 			wq := a.w * min(idf(a.term), maxIDF)
-			for _, sp := range e.lists {
-				base, meta := sp.seg.base, sp.seg.meta
-				for _, p := range sp.p {
+			post := e.post
+			for _, c := range e.chunks {
+				base, meta := c.seg.base, c.seg.meta
+				run := post[:c.n]
+				post = post[c.n:]
+				for _, p := range run {
 					m := &meta[p.doc]
 					tfn := 0.0
 					for mask := p.fields; mask != 0; mask &= mask - 1 {
