@@ -45,6 +45,8 @@ type termEntry struct {
 	// another in the order of chunks.
 	post   []posting
 	chunks []chunk
+	// pendPost and pendChunks count what reserve is about to add.
+	pendPost, pendChunks int32
 }
 
 // chunk is one segment's run of postings in a termEntry.
@@ -93,7 +95,7 @@ func (ix *Index) Upsert(server string, docs []Document) {
 	if old := ix.segs[server]; old != nil {
 		ix.unlink(old)
 	}
-	ix.link(seg)
+	ix.link(seg, nil)
 	ix.renumber()
 	ix.updateNorms()
 }
@@ -121,18 +123,62 @@ func (ix *Index) UpsertAll(servers []ServerDocs) {
 	close(next)
 	wg.Wait()
 
+	// A server named twice keeps its last entry, as if upserted in turn.
+	last := make(map[string]int, len(servers))
+	for i, sd := range servers {
+		last[sd.Server] = i
+	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	for i, sd := range servers {
-		if old := ix.segs[sd.Server]; old != nil {
+		if old := ix.segs[sd.Server]; old != nil && last[sd.Server] == i {
 			ix.unlink(old)
 		}
-		if segs[i] != nil {
-			ix.link(segs[i])
+	}
+	var linked []*segment
+	for i, sd := range servers {
+		if segs[i] != nil && last[sd.Server] == i {
+			linked = append(linked, segs[i])
 		}
+	}
+	ents := ix.reserve(linked)
+	for i, seg := range linked {
+		ix.link(seg, ents[i])
 	}
 	ix.renumber()
 	ix.updateNorms()
+}
+
+// reserve finds or makes the term entries segs will be linked into, one
+// list per segment parallel to its terms, and grows each to its final size
+// at once: appending segment after segment would copy a common term's
+// postings over and over, and leave up to a quarter of each array unused.
+// Caller holds mu.
+func (ix *Index) reserve(segs []*segment) [][]*termEntry {
+	ents := make([][]*termEntry, len(segs))
+	var grown []*termEntry
+	for i, seg := range segs {
+		ents[i] = make([]*termEntry, len(seg.terms))
+		for n, t := range seg.terms {
+			e := ix.terms[t]
+			if e == nil {
+				e = &termEntry{}
+				ix.terms[t] = e
+			}
+			if e.pendChunks == 0 {
+				grown = append(grown, e)
+			}
+			e.pendPost += int32(len(seg.postings[n]))
+			e.pendChunks++
+			ents[i][n] = e
+		}
+	}
+	for _, e := range grown {
+		e.post = slices.Grow(e.post, int(e.pendPost))
+		e.chunks = slices.Grow(e.chunks, int(e.pendChunks))
+		e.pendPost, e.pendChunks = 0, 0
+	}
+	return ents
 }
 
 // Remove drops every tool of server.
@@ -164,8 +210,9 @@ func (ix *Index) Servers() []string {
 	return out
 }
 
-// link adds seg's postings, names and statistics. Caller holds mu.
-func (ix *Index) link(seg *segment) {
+// link adds seg's postings, names and statistics. ents are the term
+// entries from reserve, or nil to look them up. Caller holds mu.
+func (ix *Index) link(seg *segment, ents []*termEntry) {
 	ix.segs[seg.server] = seg
 	i, _ := slices.BinarySearchFunc(ix.order, seg.server, func(s *segment, name string) int {
 		return strings.Compare(s.server, name)
@@ -173,8 +220,10 @@ func (ix *Index) link(seg *segment) {
 	ix.order = slices.Insert(ix.order, i, seg)
 	for n, t := range seg.terms {
 		p := seg.postings[n]
-		e := ix.terms[t]
-		if e == nil {
+		var e *termEntry
+		if ents != nil {
+			e = ents[n]
+		} else if e = ix.terms[t]; e == nil {
 			e = &termEntry{}
 			ix.terms[t] = e
 		}
