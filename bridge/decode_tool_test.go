@@ -66,3 +66,30 @@ func BenchmarkDecodeTool(b *testing.B) {
 		}
 	}
 }
+
+// FuzzDecodeTool: any bytes a server lists as a tool either decode into a
+// named tool whose schemas are JSON objects kept as sent, or are an error.
+func FuzzDecodeTool(f *testing.F) {
+	for _, seed := range []string{
+		`{"name":"t","inputSchema":{"type":"object"}}`, `{"name":"t"}`, `{"name":"t","inputSchema":null}`,
+		`{"name":"t","inputSchema":"x"}`, `{"name":"t","inputSchema":{},"outputSchema":[]}`, `{}`, `[]`, `null`, `{"name":`,
+		`{"name":"t","inputSchema":{"properties":{"a":{"type":"string"}}},"annotations":{"title":"A"},"_meta":{"k":1}}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		tool, err := decodeTool(raw)
+		if err != nil {
+			return
+		}
+		if tool.Name == "" {
+			t.Fatalf("decodeTool(%q) gave a tool without a name", raw)
+		}
+		if !isObject(tool.RawInputSchema) || !json.Valid(tool.RawInputSchema) {
+			t.Fatalf("decodeTool(%q) input schema %q is not a JSON object", raw, tool.RawInputSchema)
+		}
+		if tool.RawOutputSchema != nil && (!isObject(tool.RawOutputSchema) || !json.Valid(tool.RawOutputSchema)) {
+			t.Fatalf("decodeTool(%q) output schema %q is not a JSON object", raw, tool.RawOutputSchema)
+		}
+	})
+}
