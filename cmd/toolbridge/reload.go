@@ -99,17 +99,23 @@ func (r *reloader) run(ctx context.Context, g *bridge.Gateway) {
 func (r *reloader) reload(ctx context.Context, g *bridge.Gateway) {
 	cfg, err := r.load()
 	if err != nil {
-		err = fmt.Errorf("loading config:\n%w", indentErrors(err))
-	} else {
-		var sum bridge.ReloadSummary
-		if sum, err = g.Reload(ctx, cfg, bridge.SpecsFromConfig(cfg)); err == nil {
-			r.report(sum)
-			return
-		}
+		r.rejected(fmt.Errorf("loading config:\n%w", indentErrors(err)))
+		return
 	}
-	fmt.Fprintf(r.out, "toolbridge: reload rejected; still serving the previous config:\n%v\n", indentErrors(err))
+	sum, err := g.Reload(ctx, cfg, bridge.SpecsFromConfig(cfg))
+	if err != nil {
+		r.rejected(err)
+		return
+	}
+	r.report(sum)
 }
 
+func (r *reloader) rejected(err error) {
+	fmt.Fprintf(r.out, "toolbridge: reload rejected; still serving the previous config: %v\n", err)
+}
+
+// report says what a reload changed, which servers failed and which
+// changes wait for a restart.
 func (r *reloader) report(sum bridge.ReloadSummary) {
 	var parts []string
 	for _, c := range []struct {
