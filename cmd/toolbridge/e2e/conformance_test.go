@@ -18,7 +18,7 @@ type httpGateway struct {
 	url    string // http://127.0.0.1:PORT/mcp
 	base   string // http://127.0.0.1:PORT
 	cmd    *exec.Cmd
-	stderr *lockedWriter
+	stderr *testenv.SyncBuffer
 }
 
 // startHTTP starts `toolbridge serve --transport http` on a free loopback
@@ -28,7 +28,7 @@ func startHTTP(t *testing.T, args ...string) *httpGateway {
 	t.Helper()
 	port := testenv.FreePort(t)
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	g := &httpGateway{url: base + "/mcp", base: base, stderr: newLockedWriter()}
+	g := &httpGateway{url: base + "/mcp", base: base, stderr: &testenv.SyncBuffer{}}
 	args = append([]string{"serve", "--transport", "http", "--listen", fmt.Sprintf("127.0.0.1:%d", port)}, args...)
 	g.cmd = exec.Command(binary, args...)
 	g.cmd.Stderr = g.stderr

@@ -102,7 +102,7 @@ type stdioProc struct {
 	t      *testing.T
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
-	stderr *lockedWriter
+	stderr *testenv.SyncBuffer
 
 	msgs   chan rpcMessage // every valid message, in order
 	stash  []rpcMessage    // read from msgs but not yet asked for
@@ -123,7 +123,7 @@ type stdioProc struct {
 func startRaw(t *testing.T, env []string, args ...string) *stdioProc {
 	t.Helper()
 	p := &stdioProc{
-		t: t, stderr: newLockedWriter(),
+		t: t, stderr: &testenv.SyncBuffer{},
 		msgs: make(chan rpcMessage, 4096), exited: make(chan struct{}),
 	}
 	p.cmd = exec.Command(binary, args...)
@@ -523,8 +523,8 @@ func TestSignalWhileConnecting(t *testing.T) {
 type httpProc struct {
 	cmd    *exec.Cmd
 	base   string
-	stdout *lockedWriter
-	stderr *lockedWriter
+	stdout *testenv.SyncBuffer
+	stderr *testenv.SyncBuffer
 	exited chan struct{}
 }
 
@@ -536,7 +536,7 @@ func startHTTPProc(t *testing.T, args ...string) *httpProc {
 	port := testenv.FreePort(t)
 	h := &httpProc{
 		base:   fmt.Sprintf("http://127.0.0.1:%d", port),
-		stdout: newLockedWriter(), stderr: newLockedWriter(),
+		stdout: &testenv.SyncBuffer{}, stderr: &testenv.SyncBuffer{},
 		exited: make(chan struct{}),
 	}
 	h.cmd = exec.Command(binary, append([]string{"serve", "--transport", "http", "--listen", fmt.Sprintf("127.0.0.1:%d", port)}, args...)...)

@@ -55,7 +55,7 @@ func writeConfig(t *testing.T, name, content string) string {
 type gateway struct {
 	c      *client.Client
 	cmd    *exec.Cmd
-	stderr *lockedWriter
+	stderr *testenv.SyncBuffer
 	closed bool
 }
 
@@ -65,7 +65,7 @@ func startStdio(t *testing.T, env []string, args ...string) *gateway {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	g := &gateway{stderr: newLockedWriter()}
+	g := &gateway{stderr: &testenv.SyncBuffer{}}
 	tr := transport.NewStdioWithOptions(binary, env, args,
 		transport.WithCommandFunc(func(ctx context.Context, command string, env, args []string) (*exec.Cmd, error) {
 			cmd := exec.Command(command, args...)

@@ -5,33 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/toolbridge/toolbridge/cmd/toolbridge/internal/testenv"
 )
-
-// lockedWriter collects a child's output; String may be called while the
-// child writes.
-type lockedWriter struct {
-	mu sync.Mutex
-	b  *strings.Builder
-}
-
-func newLockedWriter() *lockedWriter { return &lockedWriter{b: &strings.Builder{}} }
-
-func (w *lockedWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *lockedWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
-}
 
 // referenceConfig is a Claude Desktop config (mcpServers, command, args,
 // env) for the three npm reference servers, as a user would write it.

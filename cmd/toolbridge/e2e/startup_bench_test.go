@@ -61,18 +61,13 @@ func timeToToolsList(tb testing.TB, command string, args ...string) startup {
 func measureStartup(command string, args ...string) (startup, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	var stderr strings.Builder
-	var mu sync.Mutex
+	var stderr testenv.SyncBuffer
 	var cmd *exec.Cmd
 	tr := transport.NewStdioWithOptions(command, nil, args,
 		transport.WithCommandFunc(func(ctx context.Context, command string, env, args []string) (*exec.Cmd, error) {
 			cmd = exec.Command(command, args...)
 			cmd.Env = os.Environ()
-			cmd.Stderr = writerFunc(func(p []byte) (int, error) {
-				mu.Lock()
-				defer mu.Unlock()
-				return stderr.Write(p)
-			})
+			cmd.Stderr = &stderr
 			return cmd, nil
 		}))
 	c := client.NewClient(tr)
@@ -85,8 +80,6 @@ func measureStartup(command string, args ...string) (startup, error) {
 	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
 	init.Params.ClientInfo = mcp.Implementation{Name: "startup-bench", Version: "0"}
 	if _, err := c.Initialize(ctx, init); err != nil {
-		mu.Lock()
-		defer mu.Unlock()
 		return startup{}, fmt.Errorf("initializing %s %v: %w\nstderr:\n%s", command, args, err, stderr.String())
 	}
 	res, err := c.ListTools(ctx, mcp.ListToolsRequest{})
@@ -144,10 +137,6 @@ func processCPU(pid int) time.Duration {
 	stime, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
-
-type writerFunc func([]byte) (int, error)
-
-func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 // startupConfig writes a config with n demo-server upstreams over stdio,
 // each a process of its own, cycling through the demo kinds.

@@ -37,21 +37,22 @@ func SetProcessGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 }
 
-// syncBuffer is a bytes.Buffer safe for a process writing while a test reads.
-type syncBuffer struct {
+// SyncBuffer collects a process's output; String may be called while the
+// process still writes.
+type SyncBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
 // Write appends p.
-func (b *syncBuffer) Write(p []byte) (int, error) {
+func (b *SyncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
 // String returns everything written so far.
-func (b *syncBuffer) String() string {
+func (b *SyncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()

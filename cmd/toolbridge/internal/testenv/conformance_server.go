@@ -131,7 +131,7 @@ func startConformanceServer(tb testing.TB, bin string) (string, error) {
 	cmd := exec.Command(bin)
 	SetProcessGroup(cmd)
 	cmd.Env = append(os.Environ(), "CONFORMANCE_ADDR="+addr)
-	var output syncBuffer
+	var output SyncBuffer
 	cmd.Stdout = &output
 	cmd.Stderr = &output
 	if err := cmd.Start(); err != nil {
