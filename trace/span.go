@@ -149,24 +149,11 @@ func (t *Telemetry) StartServer(ctx context.Context, r Request) (context.Context
 			attrs = append(attrs, str("gen_ai.prompt.name", r.Target))
 		}
 	}
-	if r.ProtocolVersion != "" {
-		attrs = append(attrs, str(AttrMCPProtocolVersion, r.ProtocolVersion))
-	}
-	if nt := networkTransport(r.Transport); nt != "" {
-		attrs = append(attrs, str(AttrNetworkTransport, nt))
-	}
-	if isHTTPTransport(r.Transport) {
-		attrs = append(attrs, str(AttrNetworkProtocolName, "http"))
-	}
+	attrs = protocolAttrs(attrs, r.ProtocolVersion, r.Transport)
 	// Everything so far is low-cardinality: the histogram gets it too. It
 	// shares attrs' array; the capped slice keeps later appends apart.
 	metricAttrs := attrs[:len(attrs):len(attrs)]
-	if id := requestIDString(r.ID); id != "" {
-		attrs = append(attrs, str(AttrJSONRPCRequestID, id))
-	}
-	if r.SessionID != "" {
-		attrs = append(attrs, str(AttrMCPSessionID, r.SessionID))
-	}
+	attrs = requestAttrs(attrs, r.ID, r.SessionID)
 	attrs = append(attrs, clientAddr(r.RemoteAddr)...)
 	if t.recordContent && r.Arguments != nil {
 		attrs = append(attrs, str(AttrGenAIToolArguments, contentString(r.Arguments)))
@@ -244,14 +231,8 @@ func (t *Telemetry) StartClient(ctx context.Context, u Upstream) (context.Contex
 		}
 		attrs = append(attrs, str(AttrGenAIOperationName, OperationExecuteTool))
 	}
-	if u.ProtocolVersion != "" {
-		attrs = append(attrs, str(AttrMCPProtocolVersion, u.ProtocolVersion))
-	}
-	if nt := networkTransport(u.Transport); nt != "" {
-		attrs = append(attrs, str(AttrNetworkTransport, nt))
-	}
+	attrs = protocolAttrs(attrs, u.ProtocolVersion, u.Transport)
 	if isHTTPTransport(u.Transport) {
-		attrs = append(attrs, str(AttrNetworkProtocolName, "http"))
 		if host, port, ok := hostPort(u.URL); ok {
 			attrs = append(attrs, str(AttrServerAddress, host))
 			if port != 0 {
@@ -261,12 +242,7 @@ func (t *Telemetry) StartClient(ctx context.Context, u Upstream) (context.Contex
 	}
 	attrs = append(attrs, toolAttrs(u.Server, u.Class, u.Via)...)
 	metricAttrs := attrs[:len(attrs):len(attrs)] // see StartServer
-	if id := requestIDString(u.RequestID); id != "" {
-		attrs = append(attrs, str(AttrJSONRPCRequestID, id))
-	}
-	if u.SessionID != "" {
-		attrs = append(attrs, str(AttrMCPSessionID, u.SessionID))
-	}
+	attrs = requestAttrs(attrs, u.RequestID, u.SessionID)
 	start := time.Now()
 	ctx, span := t.tracer.Start(ctx, clean(name),
 		oteltrace.WithSpanKind(oteltrace.SpanKindClient),
@@ -499,4 +475,31 @@ func clean(s string) string {
 		return s
 	}
 	return strings.ToValidUTF8(s, "\uFFFD")
+}
+
+// protocolAttrs appends the attributes of the MCP protocol version and the
+// transport a span's message travelled over; both kinds of span have them.
+func protocolAttrs(attrs []attribute.KeyValue, version, transport string) []attribute.KeyValue {
+	if version != "" {
+		attrs = append(attrs, str(AttrMCPProtocolVersion, version))
+	}
+	if nt := networkTransport(transport); nt != "" {
+		attrs = append(attrs, str(AttrNetworkTransport, nt))
+	}
+	if isHTTPTransport(transport) {
+		attrs = append(attrs, str(AttrNetworkProtocolName, "http"))
+	}
+	return attrs
+}
+
+// requestAttrs appends the high-cardinality attributes of one request: its
+// JSON-RPC id and its session. Spans get them; metrics must not.
+func requestAttrs(attrs []attribute.KeyValue, id any, session string) []attribute.KeyValue {
+	if id := requestIDString(id); id != "" {
+		attrs = append(attrs, str(AttrJSONRPCRequestID, id))
+	}
+	if session != "" {
+		attrs = append(attrs, str(AttrMCPSessionID, session))
+	}
+	return attrs
 }
