@@ -212,7 +212,12 @@ func TestBadUpstreamsNextToWorkingOnes(t *testing.T) {
 	p := startRaw(t, nil, "serve", "--config", cfg, "--mode", "off")
 	p.initialize(ctx) // answered once every server connected or failed
 
-	stderr := p.stderrText()
+	// Every server's line was written before the answer, but may still be
+	// on its way through the stderr pipe.
+	const servers = 8
+	stderr := p.stderr.WaitFor(ctx, func(s string) bool {
+		return strings.Count(s, "toolbridge: ✓")+strings.Count(s, "toolbridge: ✗") >= servers
+	})
 	t.Logf("progress lines:\n%s", stderr)
 	lines := strings.Split(stderr, "\n")
 	reasons := map[string][]string{
@@ -556,7 +561,8 @@ func TestUpstreamFloodsStdout(t *testing.T) {
 	initCtx, initCancel := context.WithTimeout(ctx, 30*time.Second) // far below connect: 1m
 	p.initialize(initCtx)
 	initCancel()
-	line := regexp.MustCompile(`✗ flood\s.*`).FindString(p.stderrText())
+	floodLine := regexp.MustCompile(`✗ flood\s.*`)
+	line := floodLine.FindString(p.stderr.WaitFor(ctx, floodLine.MatchString))
 	if !strings.Contains(line, "1048576") || !strings.Contains(line, "max_result_bytes") {
 		t.Errorf("the failure line for flood does not name the limit: %q\nstderr:\n%s", line, p.stderrText())
 	}

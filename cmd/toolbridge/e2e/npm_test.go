@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -52,8 +53,14 @@ func TestPassThroughWithNPMReferenceServers(t *testing.T) {
 		}
 	}
 	// Progress lines go to stderr, one per server.
-	for _, server := range []string{"filesystem", "memory", "everything"} {
-		if !strings.Contains(g.stderr.String(), server) {
+	servers := []string{"filesystem", "memory", "everything"}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	progress := g.stderr.WaitFor(ctx, func(s string) bool {
+		return strings.Count(s, "toolbridge: ✓")+strings.Count(s, "toolbridge: ✗") >= len(servers)
+	})
+	for _, server := range servers {
+		if !strings.Contains(progress, server) {
 			t.Errorf("no progress line for %s on stderr:\n%s", server, g.stderr)
 		}
 	}

@@ -50,12 +50,8 @@ func demoChild(pid int, name string) int {
 // waitStderr waits until toolbridge's stderr contains want n times.
 func (p *stdioProc) waitStderr(ctx context.Context, want string, n int) {
 	p.t.Helper()
-	for strings.Count(p.stderrText(), want) < n {
-		select {
-		case <-ctx.Done():
-			p.t.Fatalf("stderr never said %q (%d times):\n%s", want, n, p.stderrText())
-		case <-time.After(20 * time.Millisecond):
-		}
+	if s := p.stderr.WaitFor(ctx, func(s string) bool { return strings.Count(s, want) >= n }); strings.Count(s, want) < n {
+		p.t.Fatalf("stderr never said %q (%d times):\n%s", want, n, s)
 	}
 }
 

@@ -62,7 +62,7 @@ func TestCrashedUpstreamIsRestarted(t *testing.T) {
 	if now := findChild(t, p.pid(), "demo-server math"); now == old {
 		t.Errorf("math runs as the same pid %d after the restart", now)
 	}
-	if !strings.Contains(p.stderrText(), "reconnected") {
+	if !strings.Contains(p.stderr.WaitFor(ctx, saysReconnected), "reconnected") {
 		t.Errorf("no reconnect line on stderr:\n%s", p.stderrText())
 	}
 	// The surviving server was never disturbed, and the catalog kept the
@@ -113,7 +113,7 @@ func TestHTTPUpstreamComesBack(t *testing.T) {
 	}
 	start()
 	callUntilOK(ctx, t, p, 30*time.Second)
-	if !strings.Contains(p.stderrText(), "reconnected") {
+	if !strings.Contains(p.stderr.WaitFor(ctx, saysReconnected), "reconnected") {
 		t.Errorf("no reconnect line on stderr:\n%s", p.stderrText())
 	}
 }
@@ -130,3 +130,6 @@ func containsAll(list []string, want ...string) bool {
 	}
 	return true
 }
+
+// saysReconnected reports whether toolbridge's stderr has a reconnect line.
+func saysReconnected(stderr string) bool { return strings.Contains(stderr, "reconnected") }

@@ -58,6 +58,25 @@ func (b *SyncBuffer) String() string {
 	return b.buf.String()
 }
 
+// WaitFor returns what was written once done accepts it, or what was
+// written when ctx ends. A process's output reaches the buffer through a
+// copying goroutine, so a line the process wrote before it answered on
+// another pipe may not be here yet when the answer is read: a test that
+// checks output after an answer waits for it with WaitFor.
+func (b *SyncBuffer) WaitFor(ctx context.Context, done func(string) bool) string {
+	for {
+		s := b.String()
+		if done(s) {
+			return s
+		}
+		select {
+		case <-ctx.Done():
+			return b.String()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
 // ansiEscape matches the colour codes the conformance CLI prints even when
 // its output is not a terminal.
 var ansiEscape = regexp.MustCompile(`\x1b\[[0-9;]*m`)
