@@ -109,27 +109,9 @@ func okHandler(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error
 // their raw schemas.
 func referenceTools(tb testing.TB) []mcp.Tool {
 	tb.Helper()
-	raw, err := os.ReadFile("testdata/reference-servers/catalog.json")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var cat struct {
-		Servers []struct {
-			Tools []json.RawMessage `json:"tools"`
-		} `json:"servers"`
-	}
-	if err := json.Unmarshal(raw, &cat); err != nil {
-		tb.Fatal(err)
-	}
 	var tools []mcp.Tool
-	for _, s := range cat.Servers {
-		for _, r := range s.Tools {
-			t, err := decodeTool(r)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			tools = append(tools, t)
-		}
+	for _, s := range referenceServers(tb) {
+		tools = append(tools, s.tools...)
 	}
 	return tools
 }

@@ -1,0 +1,195 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolbridge/toolbridge/config"
+)
+
+// BenchmarkStartupInProcess measures the start-up budget of issue #8 with
+// its second set of upstreams, 13 in-process ones: the gateway must answer
+// its first tools/list within the slowest single server's start time plus
+// 100 ms. The 13 servers are the MCP reference servers of
+// testdata/reference-servers, each serving its real tools (99 in all).
+// Unlike 13 processes (BenchmarkStartup in cmd/toolbridge/e2e), they do not
+// compete for the machine's 2 cores while they start, so what is left over
+// the slowest server is the gateway's own work.
+//
+// Each server takes a start time before it answers, so that
+// connecting in series would show: with start=10-130ms, server i takes
+// 10·(i+1) ms (in series, 910 ms in all); with start=none, none. Each
+// iteration measures, back to back:
+//
+//   - single-max: each server alone, from creating its client to its
+//     tools/list answer; the slowest of them
+//   - gateway-13: from creating the gateway (config, classifier, counter,
+//     index) to the first tools/list answer of a client on it, with all 13
+//
+// and reports the median of each and added, gateway-13 minus single-max,
+// which the budget caps at 100 ms:
+//
+//	go test ./bridge -run '^$' -bench StartupInProcess -benchtime 20x -count 3
+func BenchmarkStartupInProcess(b *testing.B) {
+	servers := referenceServers(b)
+	for _, step := range []time.Duration{0, 10 * time.Millisecond} {
+		name := "start=none"
+		if step > 0 {
+			name = fmt.Sprintf("start=%d-%dms", step.Milliseconds(), step.Milliseconds()*int64(len(servers)))
+		}
+		b.Run(name, func(b *testing.B) {
+			specs := func() []Spec {
+				specs := make([]Spec, len(servers))
+				for i, s := range servers {
+					specs[i] = Spec{Name: s.name, InProcess: s.serve(step * time.Duration(i+1))}
+				}
+				return specs
+			}
+			var single, gw13, added []time.Duration
+			for b.Loop() {
+				var slowest time.Duration
+				for _, spec := range specs() {
+					slowest = max(slowest, timeDirect(b, spec.InProcess))
+				}
+				took := timeGateway(b, specs())
+				single, gw13, added = append(single, slowest), append(gw13, took), append(added, took-slowest)
+			}
+			median := func(d []time.Duration) float64 {
+				s := slices.Clone(d)
+				slices.Sort(s)
+				return float64(quantile(s, 0.5).Microseconds()) / 1000
+			}
+			b.ReportMetric(median(single), "single-max-ms")
+			b.ReportMetric(median(gw13), "gateway-13-ms")
+			b.ReportMetric(median(added), "added-ms")
+		})
+	}
+}
+
+// timeDirect returns how long a client takes from its creation to the
+// tools/list answer of srv.
+func timeDirect(b *testing.B, srv *server.MCPServer) time.Duration {
+	b.Helper()
+	start := time.Now()
+	c, err := client.NewInProcessClient(srv)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	listAfterInit(b, c)
+	return time.Since(start)
+}
+
+// timeGateway returns how long a gateway in front of specs takes from its
+// creation to its first tools/list answer, and closes it.
+func timeGateway(b *testing.B, specs []Spec) time.Duration {
+	b.Helper()
+	start := time.Now()
+	cfg := config.Default()
+	g, err := New(&cfg, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer g.Close()
+	if err := g.Connect(context.Background(), specs); err != nil {
+		b.Fatal(err)
+	}
+	c, err := client.NewInProcessClient(g.MCPServer())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	if n := listAfterInit(b, c); n < len(specs) {
+		b.Fatalf("the gateway lists %d tools for %d servers", n, len(specs))
+	}
+	return time.Since(start)
+}
+
+// listAfterInit starts and initializes c, lists its tools and returns how
+// many there are.
+func listAfterInit(b *testing.B, c *client.Client) int {
+	b.Helper()
+	ctx := context.Background()
+	if err := c.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	if _, err := c.Initialize(ctx, init); err != nil {
+		b.Fatal(err)
+	}
+	res, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return len(res.Tools)
+}
+
+// referenceServer is one MCP reference server's tools as its catalog
+// records them.
+type referenceServer struct {
+	name  string
+	tools []mcp.Tool
+}
+
+// referenceServers reads the 13 servers of testdata/reference-servers.
+func referenceServers(tb testing.TB) []referenceServer {
+	tb.Helper()
+	raw, err := os.ReadFile("testdata/reference-servers/catalog.json")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var cat struct {
+		Servers []struct {
+			Name  string            `json:"name"`
+			Tools []json.RawMessage `json:"tools"`
+		} `json:"servers"`
+	}
+	if err := json.Unmarshal(raw, &cat); err != nil {
+		tb.Fatal(err)
+	}
+	servers := make([]referenceServer, len(cat.Servers))
+	for i, s := range cat.Servers {
+		servers[i].name = s.Name
+		for _, r := range s.Tools {
+			t, err := decodeTool(r)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			servers[i].tools = append(servers[i].tools, t)
+		}
+	}
+	return servers
+}
+
+// serve returns a fresh in-process server with s's tools (each answers
+// "ok") that waits startTime before it answers its first request, as a
+// process does while it starts. (Not initialize: mcp-go's client asks a
+// server/discover first.)
+func (s referenceServer) serve(startTime time.Duration) *server.MCPServer {
+	hooks := &server.Hooks{}
+	if startTime > 0 {
+		var started sync.Once
+		hooks.AddOnRequestInitialization(func(context.Context, any, any) error {
+			started.Do(func() { time.Sleep(startTime) })
+			return nil
+		})
+	}
+	srv := server.NewMCPServer(s.name, "1.0.0", server.WithToolCapabilities(true), server.WithHooks(hooks))
+	for _, t := range s.tools {
+		srv.AddTool(t, func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText("ok"), nil
+		})
+	}
+	return srv
+}
