@@ -31,20 +31,6 @@ import (
 // stdio upstream's own process), which moves much less with the machine's
 // load than wall-clock time.
 
-func initClient(b *testing.B, c *client.Client) {
-	b.Helper()
-	ctx := context.Background()
-	if err := c.Start(ctx); err != nil {
-		b.Fatal(err)
-	}
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-	if _, err := c.Initialize(ctx, init); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = c.Close() })
-}
-
 // benchGateway returns a client on a gateway in front of spec.
 func benchGateway(b *testing.B, mode config.Mode, spec Spec) *client.Client {
 	b.Helper()
@@ -62,7 +48,7 @@ func benchGateway(b *testing.B, mode config.Mode, spec Spec) *client.Client {
 	if err != nil {
 		b.Fatal(err)
 	}
-	initClient(b, c)
+	startClient(b, c)
 	return c
 }
 
@@ -111,7 +97,7 @@ func BenchmarkToolCallInProcess(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		initClient(b, c)
+		startClient(b, c)
 		runCalls(b, c, echoCall("echo", false))
 	})
 	b.Run("passthrough", func(b *testing.B) {
@@ -180,7 +166,7 @@ func BenchmarkToolCallStdio(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		initClient(b, c)
+		startClient(b, c)
 		runCalls(b, c, addCall(false))
 	})
 	b.Run("passthrough", func(b *testing.B) {

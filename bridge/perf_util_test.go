@@ -163,17 +163,23 @@ func newTestGateway(tb testing.TB, mode config.Mode, specs []Spec) *Gateway {
 // startClient starts and initializes c and closes it at cleanup.
 func startClient(tb testing.TB, c *client.Client) *client.Client {
 	tb.Helper()
+	tb.Cleanup(func() { _ = c.Close() })
+	initialize(tb, c)
+	return c
+}
+
+// initialize starts and initializes c.
+func initialize(tb testing.TB, c *client.Client) {
+	tb.Helper()
 	ctx := context.Background()
 	if err := c.Start(ctx); err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { _ = c.Close() })
 	init := mcp.InitializeRequest{}
 	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
 	if _, err := c.Initialize(ctx, init); err != nil {
 		tb.Fatal(err)
 	}
-	return c
 }
 
 // stdioPipeClient serves g over a pair of OS pipes with ServeStdio, as the

@@ -119,16 +119,8 @@ func timeGateway(b *testing.B, specs []Spec) time.Duration {
 // many there are.
 func listAfterInit(b *testing.B, c *client.Client) int {
 	b.Helper()
-	ctx := context.Background()
-	if err := c.Start(ctx); err != nil {
-		b.Fatal(err)
-	}
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-	if _, err := c.Initialize(ctx, init); err != nil {
-		b.Fatal(err)
-	}
-	res, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+	initialize(b, c)
+	res, err := c.ListTools(context.Background(), mcp.ListToolsRequest{})
 	if err != nil {
 		b.Fatal(err)
 	}
