@@ -346,7 +346,7 @@ func TestStdioShutdownLetsCallsInFlightFinish(t *testing.T) {
 	}
 	close(release)
 	if o := <-got; o.err != nil || o.text != "opened" {
-		t.Errorf("the call in flight at shutdown: %+v, want its answer", o)
+		t.Errorf("the call in flight at shutdown: text %q, error %v; want its answer", o.text, o.err)
 	}
 	if err := <-served; err != nil {
 		t.Errorf("ServeStdio: %v", err)
@@ -399,7 +399,7 @@ func TestHTTPShutdownLetsCallsInFlightFinish(t *testing.T) {
 	})
 	close(release)
 	if o := <-got; o.err != nil || o.text != "opened" {
-		t.Errorf("the call in flight at shutdown: %+v, want its answer", o)
+		t.Errorf("the call in flight at shutdown: text %q, error %v; want its answer", o.text, o.err)
 	}
 	if err := <-served; err != nil {
 		t.Errorf("ServeHTTP: %v", err)

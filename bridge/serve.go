@@ -49,24 +49,34 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, e
 	return err
 }
 
-// drain refuses new tool calls and waits up to grace for the work that
-// running counts to end. What is still running then is cancelled by the
-// caller (stopping the transport, then Close). The caller resets
-// g.draining once its transport has stopped: the gateway may be served
-// again (tests and benchmarks serve one gateway many times).
-func (g *Gateway) drain(grace time.Duration, running *activity) {
+// drain refuses new tool calls, waits up to grace for the work that
+// running counts to end, and reports whether it all ended. What is still
+// running then is cancelled by the caller (stopping the transport, then
+// Close). The caller resets g.draining once its transport has stopped: the
+// gateway may be served again (tests and benchmarks serve one gateway many
+// times).
+func (g *Gateway) drain(grace time.Duration, running *activity) bool {
 	g.draining.Store(true)
 	ctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	if running.wait(ctx) != nil {
 		g.logger.Warn("shutdown grace period over; cancelling what is still running", "grace", grace, "running", running.running())
+		return false
 	}
+	return true
 }
 
 // HTTPHandler returns the streamable HTTP transport at /mcp plus the health
 // endpoints: GET /healthz (the process is up) and GET /readyz (which
 // upstreams are connected, as JSON; 503 while none is).
 func (g *Gateway) HTTPHandler() http.Handler {
+	h, _ := g.httpHandler()
+	return h
+}
+
+// httpHandler is HTTPHandler, plus a function that ends every session's
+// GET stream, for shutdown.
+func (g *Gateway) httpHandler() (http.Handler, func(context.Context)) {
 	g.transport.Store(config.ServeHTTP)
 	mcpHandler := server.NewStreamableHTTPServer(g.srv, server.WithEndpointPath("/mcp"))
 	mux := http.NewServeMux()
@@ -87,7 +97,7 @@ func (g *Gateway) HTTPHandler() http.Handler {
 		}
 		_ = json.NewEncoder(w).Encode(map[string]any{"ready": ready, "servers": statuses})
 	})
-	return guardHTTP(g.settings().cfg.Serve, mux)
+	return guardHTTP(g.settings().cfg.Serve, mux), mcpHandler.CloseSessions
 }
 
 // countRequests counts the requests being answered (a POST carries a
@@ -108,8 +118,9 @@ func (g *Gateway) countRequests(next http.Handler) http.Handler {
 // requests in flight up to serve.shutdown_grace to be answered, and closes
 // what is left (the sessions' streams among it).
 func (g *Gateway) ServeHTTP(ctx context.Context, ln net.Listener) error {
+	handler, closeSessions := g.httpHandler()
 	srv := &http.Server{
-		Handler:           g.HTTPHandler(),
+		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
@@ -120,10 +131,16 @@ func (g *Gateway) ServeHTTP(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("serving HTTP: %w", err)
 	case <-ctx.Done():
 	}
-	// Shutdown closes the listener at once, then waits for connections to
-	// go idle, which a session's GET stream never does: it runs beside the
-	// drain, and Close ends what the grace period left.
-	shutdownCtx, cancel := context.WithCancel(context.Background())
+	// Shutdown closes the listener at once, then waits for every connection
+	// to go idle. A connection goes idle once its answer is written out,
+	// which is after its handler returned (and the drain saw it end), so
+	// closing connections as soon as the drain ends would cut off answers
+	// not yet written. A session's GET stream never goes idle by itself: it
+	// is ended once the requests in flight are answered. If some are still
+	// running after the grace period, Close cuts them off at once;
+	// otherwise flushGrace bounds the writing.
+	grace := g.settings().cfg.Serve.ShutdownGrace
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), grace+flushGrace)
 	defer cancel()
 	shut := make(chan struct{})
 	go func() {
@@ -131,8 +148,10 @@ func (g *Gateway) ServeHTTP(ctx context.Context, ln net.Listener) error {
 		close(shut)
 	}()
 	defer g.draining.Store(false)
-	g.drain(g.settings().cfg.Serve.ShutdownGrace, &g.requests)
-	cancel()
+	if !g.drain(grace, &g.requests) {
+		cancel()
+	}
+	closeSessions(shutdownCtx)
 	<-shut
 	_ = srv.Close()
 	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
@@ -140,3 +159,7 @@ func (g *Gateway) ServeHTTP(ctx context.Context, ln net.Listener) error {
 	}
 	return nil
 }
+
+// flushGrace is how long shutdown waits, after the grace period for calls,
+// for answers to be written out to the clients.
+const flushGrace = time.Second
