@@ -1,0 +1,229 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// verdict is how a measurement compares with its budget.
+type verdict string
+
+const (
+	met      verdict = "met"
+	missed   verdict = "missed"
+	notRun   verdict = "not run"
+	noBudget verdict = "no budget"
+)
+
+// budget is one row of the table: a path users feel, its budget, and how
+// to read it from the results.
+type budget struct {
+	path, limit string
+	// measure returns what was measured and whether it is within the
+	// limit; ran is false when the input lacks the benchmark.
+	measure func(results) (measured string, within, ran bool)
+	// informational rows have no budget: only what was measured is shown.
+	informational bool
+}
+
+// budgets are issue #8's budgets, in the issue's order, plus the end-to-end
+// call over stdio that agents see.
+var budgets = []budget{
+	{
+		path:  "start-up, 13 stdio servers (processes), to the first tools/list",
+		limit: "slowest alone + 100 ms",
+		measure: func(r results) (string, bool, bool) {
+			v, ok := r.get("BenchmarkStartup", "single-max-ms", "parallel-13-ms", "gateway-13-ms", "added-ms", "over-parallel-ms")
+			if !ok {
+				return "", false, false
+			}
+			return fmt.Sprintf("slowest alone %.0f ms; all 13 through toolbridge %.0f ms (+%.0f ms); all 13 at once without toolbridge %.0f ms, toolbridge +%.0f ms over that",
+				v[0], v[2], v[3], v[1], v[4]), v[3] <= 100, true
+		},
+	},
+	startupInProcess("start=10-130ms", "start-up, 13 in-process servers taking 10–130 ms to start"),
+	startupInProcess("start=none", "start-up, 13 in-process servers starting at once"),
+	{
+		path:  "tools/list, bridge mode, 10k deferred tools",
+		limit: "p99 < 1 ms",
+		measure: func(r results) (string, bool, bool) {
+			v, ok := r.get("BenchmarkToolsListBridge", "p50-ns", "p99-ns")
+			if !ok {
+				return "", false, false
+			}
+			return fmt.Sprintf("p50 %s, p99 %s", dur(v[0]), dur(v[1])), v[1] < 1e6, true
+		},
+	},
+	toolSearch("client=inprocess", "tool_search, 10k tools, in-process client"),
+	toolSearch("client=stdio", "tool_search, 10k tools, stdio client"),
+	{
+		path:  "tool_call added latency, in-process upstream",
+		limit: "median < 50 µs",
+		measure: func(r results) (string, bool, bool) {
+			v, ok := r.get("BenchmarkToolCallAdded/upstream=inprocess", "added-p50-ns", "direct-p50-ns")
+			if !ok {
+				return "", false, false
+			}
+			return fmt.Sprintf("+%s (direct %s)", dur(v[0]), dur(v[1])), v[0] < 50e3, true
+		},
+	},
+	{
+		path:  "tool_call added latency, stdio upstream, in-process client",
+		limit: "< 10%",
+		measure: func(r results) (string, bool, bool) {
+			v, ok := r.get("BenchmarkToolCallAdded/upstream=stdio", "added-%", "added-p50-ns", "direct-p50-ns")
+			if !ok {
+				return "", false, false
+			}
+			return fmt.Sprintf("+%.1f%%, +%s (direct %s)", v[0], dur(v[1]), dur(v[2])), v[0] < 10, true
+		},
+	},
+	endToEnd("upstream=go-demo", "tool_call end to end over stdio, Go upstream"),
+	endToEnd("upstream=npm-everything", "tool_call end to end over stdio, npm everything"),
+	{
+		path:  "catalog + index, 10k tools",
+		limit: "< 100 MB RSS",
+		measure: func(r results) (string, bool, bool) {
+			v, ok := r.get("BenchmarkCatalogMemory", "heap-bytes", "rss-scavenged-bytes", "rss-base-bytes")
+			if !ok {
+				return "", false, false
+			}
+			// The whole process's RSS includes the in-process upstreams
+			// holding the same 10k tools: judging it is the strict reading.
+			return fmt.Sprintf("gateway heap %s, gateway RSS %s; whole process with its upstreams %s", mb(v[0]), mb(v[1]-v[2]), mb(v[1])),
+				v[1] < 100e6, true
+		},
+	},
+	{
+		path:  "idle HTTP session",
+		limit: "< 64 KB",
+		measure: func(r results) (string, bool, bool) {
+			v, ok := r.get("BenchmarkHTTPSessionMemory", "bytes/session")
+			if !ok {
+				return "", false, false
+			}
+			return fmt.Sprintf("%.1f KB", v[0]/1000), v[0] < 64<<10, true
+		},
+	},
+	{
+		path:  "HTTP throughput, 50 sessions, trivial upstream",
+		limit: "≥ 5,000 tool_call/s",
+		measure: func(r results) (string, bool, bool) {
+			gw, ok1 := r.median("BenchmarkHTTPThroughput/path=gateway", "calls/s")
+			direct, ok2 := r.median("BenchmarkHTTPThroughput/path=direct", "calls/s")
+			if !ok1 || !ok2 {
+				return "", false, false
+			}
+			return fmt.Sprintf("%.0f/s; direct to the upstream %.0f/s; ratio %.2f", gw, direct, gw/direct), gw >= 5000, true
+		},
+	},
+	{
+		path:  "search scaling, 100 → 100k tools",
+		limit: "memory close to linear; query time well under linear (read as: p50 grows < 5× per 10× tools)",
+		measure: func(r results) (string, bool, bool) {
+			sizes := []string{"100", "1000", "10000", "100000"}
+			var p50, heap []float64
+			for _, n := range sizes {
+				v, ok := r.get("BenchmarkScaling/tools="+n, "p50-ns", "heap-bytes")
+				if !ok {
+					return "", false, false
+				}
+				p50, heap = append(p50, v[0]), append(heap, v[1])
+			}
+			var lat, mem []string
+			within := true
+			for i := range sizes {
+				lat, mem = append(lat, dur(p50[i])), append(mem, mb(heap[i]))
+			}
+			var growth []string
+			for i := 1; i < len(sizes); i++ {
+				g := p50[i] / p50[i-1]
+				growth = append(growth, fmt.Sprintf("%.1f×", g))
+				within = within && g < 5
+			}
+			return fmt.Sprintf("p50 %s (per 10×: %s); index heap %s", strings.Join(lat, " / "), strings.Join(growth, ", "), strings.Join(mem, " / ")),
+				within, true
+		},
+	},
+}
+
+func startupInProcess(sub, path string) budget {
+	return budget{
+		path:  path,
+		limit: "slowest alone + 100 ms",
+		measure: func(r results) (string, bool, bool) {
+			v, ok := r.get("BenchmarkStartupInProcess/"+sub, "single-max-ms", "gateway-13-ms", "added-ms")
+			if !ok {
+				return "", false, false
+			}
+			return fmt.Sprintf("slowest alone %.1f ms; all 13 %.1f ms (+%.1f ms)", v[0], v[1], v[2]), v[2] <= 100, true
+		},
+	}
+}
+
+func toolSearch(sub, path string) budget {
+	return budget{
+		path:  path,
+		limit: "p99 < 2 ms",
+		measure: func(r results) (string, bool, bool) {
+			v, ok := r.get("BenchmarkToolSearch10k/"+sub, "p50-ns", "p99-ns")
+			if !ok {
+				return "", false, false
+			}
+			return fmt.Sprintf("p50 %s, p99 %s", dur(v[0]), dur(v[1])), v[1] < 2e6, true
+		},
+	}
+}
+
+func endToEnd(sub, path string) budget {
+	return budget{
+		path:          path,
+		informational: true,
+		measure: func(r results) (string, bool, bool) {
+			v, ok := r.get("BenchmarkToolCallOverStdio/"+sub, "toolcall-added-µs", "toolcall-added-%", "direct-p50-µs", "toolcall-gateway-cpu-µs/call")
+			if !ok {
+				return "", false, false
+			}
+			return fmt.Sprintf("+%.0f µs, +%.0f%% (direct %.0f µs); gateway CPU %.0f µs/call", v[0], v[1], v[2], v[3]), true, true
+		},
+	}
+}
+
+// table renders every budget as one Markdown table.
+func table(r results) string {
+	var b strings.Builder
+	b.WriteString("| path | budget | measured | verdict |\n|---|---|---|---|\n")
+	for _, bg := range budgets {
+		measured, within, ran := bg.measure(r)
+		v := missed
+		switch {
+		case !ran:
+			v, measured = notRun, "—"
+		case bg.informational:
+			v = noBudget
+		case within:
+			v = met
+		}
+		limit := bg.limit
+		if bg.informational {
+			limit = "—"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", bg.path, limit, measured, v)
+	}
+	return b.String()
+}
+
+// dur formats nanoseconds for a latency column.
+func dur(ns float64) string {
+	switch {
+	case math.Abs(ns) >= 1e6:
+		return fmt.Sprintf("%.2f ms", ns/1e6)
+	case math.Abs(ns) >= 1e3:
+		return fmt.Sprintf("%.0f µs", ns/1e3)
+	}
+	return fmt.Sprintf("%.0f ns", ns)
+}
+
+// mb formats bytes in megabytes (10^6, as the budgets are written).
+func mb(bytes float64) string { return fmt.Sprintf("%.1f MB", bytes/1e6) }

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/table.golden.md")
+
+// TestTable renders testdata/bench.txt, go test -bench output with every
+// kind of line go test prints (the numbers are a sample, not a
+// measurement), and compares it with the golden table.
+func TestTable(t *testing.T) {
+	var out bytes.Buffer
+	if err := run([]string{"testdata/bench.txt"}, nil, &out); err != nil {
+		t.Fatal(err)
+	}
+	const golden = "testdata/table.golden.md"
+	if *update {
+		if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != string(want) {
+		t.Errorf("table differs from %s (go test -run TestTable -update to accept):\n%s", golden, out.String())
+	}
+}
+
+// TestVerdicts checks that each verdict follows the numbers: the same
+// benchmark line is met or missed by which side of the limit it falls,
+// and a budget without its benchmark is not run, never met.
+func TestVerdicts(t *testing.T) {
+	row := func(input, path string) string {
+		t.Helper()
+		r := results{}
+		if err := r.read(strings.NewReader(input)); err != nil {
+			t.Fatal(err)
+		}
+		for line := range strings.Lines(table(r)) {
+			if strings.HasPrefix(line, "| "+path+" |") {
+				return line
+			}
+		}
+		t.Fatalf("no row %q", path)
+		return ""
+	}
+	const listPath = "tools/list, bridge mode, 10k deferred tools"
+	cases := []struct {
+		name, input, want string
+	}{
+		{"under the limit", "BenchmarkToolsListBridge-2 10 1 ns/op 1 p50-ns 999999 p99-ns\n", "| met |"},
+		{"at the limit", "BenchmarkToolsListBridge-2 10 1 ns/op 1 p50-ns 1000000 p99-ns\n", "| missed |"},
+		{"median of three", "BenchmarkToolsListBridge-2 10 1 ns/op 1 p50-ns 3000000 p99-ns\n" +
+			"BenchmarkToolsListBridge-2 10 1 ns/op 1 p50-ns 500000 p99-ns\n" +
+			"BenchmarkToolsListBridge-2 10 1 ns/op 1 p50-ns 400000 p99-ns\n", "p99 500 µs | met |"},
+		{"metric missing", "BenchmarkToolsListBridge-2 10 1 ns/op 1 p50-ns\n", "| not run |"},
+		{"benchmark missing", "BenchmarkOther-2 10 1 ns/op\n", "| not run |"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := row(tc.input, listPath); !strings.Contains(got, tc.want) {
+				t.Errorf("row = %q, want it to contain %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseLine(t *testing.T) {
+	cases := []struct {
+		line string
+		name string
+		ok   bool
+	}{
+		{"BenchmarkX-2 10 5 ns/op", "BenchmarkX", true},
+		{"BenchmarkX/sub=a-b-16 10 5 ns/op 3 p50-ns", "BenchmarkX/sub=a-b", true},
+		{"BenchmarkNoProcs 10 5 ns/op", "BenchmarkNoProcs", true},
+		{"", "", false},
+		{"PASS", "", false},
+		{"ok  \tpkg\t1.2s", "", false},
+		{"--- BENCH: BenchmarkX-2", "", false},
+		{"BenchmarkX-2 ten 5 ns/op", "", false},
+		{"BenchmarkX-2 10 five ns/op", "", false},
+		{"BenchmarkX-2 10 5", "", false},
+		{"BenchmarkX-2 10 5 ns/op 7", "", false},
+		{"BenchmarkX-2 -1 5 ns/op", "", false},
+		{"goos: linux", "", false},
+	}
+	for _, tc := range cases {
+		name, _, ok := parseLine(tc.line)
+		if ok != tc.ok || name != tc.name {
+			t.Errorf("parseLine(%q) = %q, %v; want %q, %v", tc.line, name, ok, tc.name, tc.ok)
+		}
+	}
+}
+
+func TestRunRejectsEmptyInput(t *testing.T) {
+	var out bytes.Buffer
+	err := run(nil, strings.NewReader("PASS\nok  \tpkg\t0.1s\n"), &out)
+	if err == nil || !strings.Contains(err.Error(), "no benchmark results") {
+		t.Errorf("run on output without results: %v, want an error saying so", err)
+	}
+	if err := run([]string{"testdata/does-not-exist.txt"}, nil, &out); err == nil || !strings.Contains(err.Error(), "does-not-exist") {
+		t.Errorf("run on a missing file: %v, want an error naming it", err)
+	}
+}
+
+// FuzzParseLine: any line either parses into a Benchmark name with
+// metrics, or is skipped; nothing panics, and the table renders.
+func FuzzParseLine(f *testing.F) {
+	for _, s := range []string{
+		"BenchmarkX-2 10 5 ns/op 3 p50-ns",
+		"BenchmarkScaling/tools=100-2 10 1 ns/op 1 p50-ns 1 heap-bytes",
+		"BenchmarkX-2 10 NaN ns/op",
+		"BenchmarkX-2 10 -Inf p99-ns",
+		"Benchmark 1 1 1",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		name, metrics, ok := parseLine(line)
+		if ok && (!strings.HasPrefix(name, "Benchmark") || len(metrics) == 0) {
+			t.Errorf("parseLine(%q) accepted %q with %d metrics", line, name, len(metrics))
+		}
+		r := results{}
+		if err := r.read(strings.NewReader(line)); err != nil {
+			return
+		}
+		_ = table(r)
+	})
+}
