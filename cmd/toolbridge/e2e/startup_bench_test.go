@@ -173,6 +173,11 @@ func startupConfig(tb testing.TB, demo string, n int) string {
 //
 //	go test ./cmd/toolbridge/e2e -run '^$' -bench Startup -benchtime 20x -count 3
 //
+// On 2 cores, starting 13 processes at once costs about as much as the
+// budget before toolbridge does anything (parallel-13 minus single-max).
+// The issue also allows 13 in-process servers, where only the gateway's
+// own work is left over the slowest: BenchmarkStartupInProcess in ./bridge.
+//
 // On a shared machine the wall times move with the neighbours' load. To
 // compare two builds under the same load, give another toolbridge binary
 // as the baseline (go test ... -args -startup-baseline PATH): every
