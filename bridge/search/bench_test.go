@@ -176,7 +176,7 @@ func BenchmarkUpsertServer(b *testing.B) {
 func BenchmarkQuery(b *testing.B) {
 	for _, n := range []int{10000} {
 		b.Run(fmt.Sprintf("tools=%d", n), func(b *testing.B) {
-			benchSearch(b, buildSynth(b, n))
+			benchSearch(b, buildSynth(b, n), 10)
 		})
 	}
 }
@@ -197,7 +197,7 @@ func BenchmarkScaling(b *testing.B) {
 	for _, n := range []int{100, 1000, 10000, 100000} {
 		b.Run(fmt.Sprintf("tools=%d", n), func(b *testing.B) {
 			ix, heap := buildMeasured(b, n)
-			benchSearch(b, ix)
+			benchSearch(b, ix, 10)
 			// After the loop: b.Loop's timer reset drops earlier metrics.
 			b.ReportMetric(float64(heap), "heap-bytes")
 		})
@@ -229,9 +229,29 @@ func benchMemory(b *testing.B, n int) {
 	b.ReportMetric(float64(heap)/float64(n), "heap-bytes/tool")
 }
 
-// benchSearch runs the query mix round-robin and reports wall-clock and
-// per-thread CPU latency percentiles alongside ns/op.
-func benchSearch(b *testing.B, ix *Index) {
+// BenchmarkQueryLimit runs the query mix over 10,000 tools at the limits
+// the gateway may ask for (it sets MaxLimit to 1<<16): the larger the
+// limit, the less the limit alone prunes, and with the cutoff off and a
+// limit above the catalog's size nothing can be pruned at all.
+func BenchmarkQueryLimit(b *testing.B) {
+	cat := synthCatalog(b, 10000)
+	for _, cut := range []struct {
+		name   string
+		cutoff float64
+	}{{"default", 0}, {"off", -1}} {
+		ix := New(Options{MaxLimit: 1 << 16, Cutoff: cut.cutoff})
+		ix.UpsertAll(cat)
+		for _, limit := range []int{10, 100, 1 << 16} {
+			b.Run(fmt.Sprintf("cutoff=%s/limit=%d", cut.name, limit), func(b *testing.B) {
+				benchSearch(b, ix, limit)
+			})
+		}
+	}
+}
+
+// benchSearch runs the query mix round-robin at limit and reports
+// wall-clock and per-thread CPU latency percentiles alongside ns/op.
+func benchSearch(b *testing.B, ix *Index, limit int) {
 	qs := benchQueries(b)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -242,7 +262,7 @@ func benchSearch(b *testing.B, ix *Index) {
 	for b.Loop() {
 		c0, okCPU := threadCPU()
 		start := time.Now()
-		ix.Search(qs[i%len(qs)], 10)
+		ix.Search(qs[i%len(qs)], limit)
 		wall = append(wall, time.Since(start))
 		if c1, ok := threadCPU(); ok && okCPU {
 			cpu = append(cpu, c1-c0)
