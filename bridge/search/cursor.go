@@ -18,6 +18,7 @@ type cursor struct {
 	pos    int       // current posting, in post
 	end    int       // end of the current chunk, in post
 	base   int       // current chunk's segment base
+	segEnd int       // current chunk's segment end: base plus its size
 	meta   []docMeta // current chunk's segment metadata
 	// doc is the current posting's index-wide document number, or noDoc.
 	doc int
@@ -50,6 +51,7 @@ func (c *cursor) enter(ci int) {
 	ch := &c.chunks[ci]
 	c.pos, c.end = int(ch.off), int(ch.off+ch.n)
 	c.base, c.meta = ch.seg.base, ch.seg.meta
+	c.segEnd = c.base + len(ch.seg.docs)
 	c.doc = c.base + int(c.post[c.pos].doc)
 	c.visits++
 }
@@ -126,22 +128,56 @@ func (c *cursor) seek(d int) {
 	c.doc = c.base + int(c.post[lo].doc)
 }
 
-// score returns the current posting's contribution, computed exactly as
-// the exhaustive scorer computes it (the same operations in the same
-// order, so the same bits), and whether the term is a part of the
-// document's name. A zero score means the posting does not count.
+// score returns the current posting's contribution and whether the term
+// is a part of the document's name. A zero score means the posting does
+// not count.
 func (c *cursor) score(norm *[numFields][math.MaxUint8 + 1]float64, k1 float64) (float64, bool) {
 	p := &c.post[c.pos]
-	m := &c.meta[p.doc]
+	return postingScore(p, &c.meta[p.doc], c.wq, norm, k1), p.namePart
+}
+
+// postingScore returns what posting p of a document with metadata m adds
+// for a term of weight wq, computed exactly as the exhaustive scorer
+// computes it: the same operations in the same order, so the same bits.
+// Zero means the posting does not count.
+func postingScore(p *posting, m *docMeta, wq float64, norm *[numFields][math.MaxUint8 + 1]float64, k1 float64) float64 {
 	tfn := 0.0
 	for mask := p.fields; mask != 0; mask &= mask - 1 {
 		f := bits.TrailingZeros8(mask)
 		tfn += float64(p.tf[f]) * norm[f][m.lenq[f]]
 	}
 	if tfn == 0 {
-		return 0, false
+		return 0
 	}
-	return c.wq * tfn / (k1 + tfn), p.namePart
+	return wq * tfn / (k1 + tfn)
+}
+
+// run returns the postings of the current chunk from the current one on
+// whose documents are below hi, with the chunk's segment base and
+// metadata. The caller reads them, then calls skip(len(run)).
+func (c *cursor) run(hi int) (run []posting, base int, meta []docMeta) {
+	end := c.end
+	if c.segEnd > hi {
+		for lim, i := uint32(hi-c.base), c.pos; i < end; i++ {
+			if c.post[i].doc >= lim {
+				end = i
+				break
+			}
+		}
+	}
+	return c.post[c.pos:end], c.base, c.meta
+}
+
+// skip moves c past n postings of its current chunk (those run returned).
+func (c *cursor) skip(n int) {
+	if c.pos+n < c.end {
+		c.pos += n
+		c.doc = c.base + int(c.post[c.pos].doc)
+		c.visits += n
+		return
+	}
+	c.visits += n - 1
+	c.enter(c.ci + 1)
 }
 
 // nameParts returns the current document's name part count.

@@ -3,7 +3,6 @@ package search
 import (
 	"cmp"
 	"math"
-	"math/bits"
 	"slices"
 )
 
@@ -45,6 +44,11 @@ type ranker struct {
 	// outside their postings can reach the threshold. ess are ord[first:].
 	first int
 	ess   []int
+	// slow says the last window, pruned, cost about what reading all its
+	// postings would have, so the next one is read plainly.
+	slow bool
+	// nDocs is the number of documents in the index.
+	nDocs int
 	// contrib and named are the current document's per-group score and
 	// whether the group matched a part of its name; touched lists the
 	// groups to clear. gmax is order's working space, as wide.
@@ -54,35 +58,35 @@ type ranker struct {
 	gmax    []float64
 	// ents are the essential postings' scores in the current window,
 	// listed per document from head; psum are their sums per document (at
-	// least the sum of the document's group scores), parts the documents'
-	// name part counts, and seen marks the documents found.
+	// least the sum of the document's group scores; fillAll keeps the
+	// exact text scores there), parts the documents' name part counts,
+	// and seen marks the documents found.
 	ents  []entry
 	head  [window]int32
 	psum  [window]float64
 	parts [window]uint8
 	seen  [window / 64]uint64
+	// fillAll's working space: the documents' name hits, and the current
+	// group's best score and name match per document, set for gdocs.
+	hits   [window]uint8
+	gbest  [window]float64
+	gnamed [window]bool
+	gdocs  []int
 	// heap holds the best documents found so far, worst first.
 	heap []cand
-}
-
-// Bounds of the width of the document windows run works in.
-const (
-	minWindow = 64
-	window    = 1024
-)
-
-// entry is one essential posting's score in the window, listed per
-// document.
-type entry struct {
-	s     float64
-	group int32
-	next  int32 // the document's previous entry, or -1
-	named bool
+	// The current run: the k best are wanted, skip (sorted) lists the
+	// documents never to offer, cutoff is Options.Cutoff, scale widens
+	// the bounds for the boost and rounding, no document scoring under
+	// theta can make the hits, and best is the best text score found.
+	k                          int
+	skip                       []int
+	cutoff, scale, theta, best float64
 }
 
 // prepare sets r up for groups on ix. Caller holds ix.mu (read).
 func (r *ranker) prepare(ix *Index, groups []queryGroup) {
 	r.norm, r.k1, r.beta = &ix.norm, ix.opts.K1, ix.opts.NameCoverage
+	r.nDocs, r.slow = ix.nDocs, false
 	n := float64(ix.nDocs)
 	idf := func(df int) float64 {
 		return math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5))
@@ -133,87 +137,6 @@ func (r *ranker) visits() int {
 	return n
 }
 
-// take adds the current posting of c to its document's group scores and
-// returns how much the group's score grew.
-func (r *ranker) take(c *cursor) float64 {
-	s, named := c.score(r.norm, r.k1)
-	if s == 0 {
-		return 0
-	}
-	g := c.group
-	old := r.contrib[g]
-	if old == 0 {
-		r.touched = append(r.touched, g)
-	}
-	r.named[g] = r.named[g] || named
-	if s <= old {
-		return 0
-	}
-	r.contrib[g] = s
-	return s - old
-}
-
-// total returns the text score of the document whose group scores r
-// holds, summed in query order and boosted for name coverage exactly as
-// the exhaustive scorer does, and clears the group scores.
-func (r *ranker) total(parts uint8) float64 {
-	// The exhaustive scorer adds the matching groups' scores in query
-	// order: sort the few groups this document matched.
-	t := r.touched
-	for i := 1; i < len(t); i++ {
-		for j := i; j > 0 && t[j] < t[j-1]; j-- {
-			t[j], t[j-1] = t[j-1], t[j]
-		}
-	}
-	score := 0.0
-	hits := uint8(0)
-	for _, g := range t {
-		score += r.contrib[g]
-		if r.named[g] && hits < math.MaxUint8 {
-			hits++
-		}
-	}
-	r.clear()
-	if r.beta > 0 && parts > 0 && hits > 0 {
-		score *= 1 + r.beta*min(1, float64(hits)/float64(parts))
-	}
-	return score
-}
-
-// clear zeroes the current document's group scores.
-func (r *ranker) clear() {
-	for _, g := range r.touched {
-		r.contrib[g] = 0
-		r.named[g] = false
-	}
-	r.touched = r.touched[:0]
-}
-
-// scoreDocs returns the text scores of docs, ascending document numbers,
-// and leaves every cursor back on its first posting.
-func (r *ranker) scoreDocs(docs []int) []float64 {
-	if len(docs) == 0 {
-		return nil
-	}
-	out := make([]float64, len(docs))
-	for i, d := range docs {
-		parts := uint8(0)
-		for ci := range r.cursors {
-			c := &r.cursors[ci]
-			c.seek(d)
-			if c.doc == d {
-				r.take(c)
-				parts = c.nameParts()
-			}
-		}
-		out[i] = r.total(parts)
-	}
-	for ci := range r.cursors {
-		r.cursors[ci].enter(0)
-	}
-	return out
-}
-
 // run finds the k best text scores among the documents not in skip
 // (sorted), leaving them in r.heap, and returns the best text score of
 // all documents. best is a text score already known (of a skipped
@@ -224,21 +147,24 @@ func (r *ranker) scoreDocs(docs []int) []float64 {
 // every posting of the essential cursors in the window, a cursor at a
 // time (cheap, however many cursors there are), then it finishes each
 // document found, probing the other cursors only while the document can
-// still reach the threshold.
+// still reach the threshold. A window where nothing can be pruned yet, or
+// where pruning would not pay, is read plainly: every cursor's postings
+// term at a time.
 func (r *ranker) run(k int, skip []int, best, cutoff float64) float64 {
 	r.order()
+	r.k, r.skip, r.best, r.cutoff = k, skip, best, cutoff
 	// A document's score is at most the sum of its bounds times the
 	// largest name-coverage boost.
-	scale := 1 + boundSlack
+	r.scale = 1 + boundSlack
 	if r.beta > 0 {
-		scale *= 1 + r.beta
+		r.scale *= 1 + r.beta
 	}
-	theta := 0.0
+	r.theta = 0
 	if cutoff > 0 {
-		theta = cutoff * best
+		r.theta = cutoff * best
 	}
-	r.first = -1
-	r.raise(theta, scale)
+	r.first, r.slow = -1, false
+	r.raise()
 	// The first windows are narrow: nothing is pruned until the heap has
 	// filled, so let it fill from few documents.
 	w := minWindow
@@ -250,114 +176,33 @@ func (r *ranker) run(k int, skip []int, best, cutoff float64) float64 {
 		if lo == noDoc {
 			break
 		}
-		r.fill(lo, lo+w)
+		if r.first == 0 || r.dense() {
+			r.plainWindow(lo, lo+w)
+		} else {
+			r.prunedWindow(lo, lo+w)
+		}
 		w = min(2*w, window)
-		for wi := range r.seen {
-			for word := r.seen[wi]; word != 0; word &= word - 1 {
-				x := wi*64 + bits.TrailingZeros64(word)
-				// Most documents have too little in the essential
-				// postings to be worth finishing.
-				if r.first > 0 && (r.psum[x]+r.pre[r.first-1])*scale < theta {
-					continue
-				}
-				s := r.finish(lo, x, theta, skip)
-				if s == 0 {
-					continue
-				}
-				best = max(best, s)
-				r.offer(cand{score: s, g: lo + x}, k)
-				if len(r.heap) == k {
-					theta = max(theta, r.heap[0].score)
-				}
-				if cutoff > 0 {
-					theta = max(theta, cutoff*best)
-				}
-			}
-			r.seen[wi] = 0
-		}
-		r.raise(theta, scale)
+		r.raise()
 	}
-	return best
+	return r.best
 }
 
-// fill scores the essential cursors' postings in the window [lo, hi), at
-// most window wide, lists each document's scores in r.ents from r.head,
-// and marks the documents found in r.seen.
-func (r *ranker) fill(lo, hi int) {
-	r.ents = r.ents[:0]
-	for _, ci := range r.ess {
-		c := &r.cursors[ci]
-		for c.doc < hi {
-			if s, named := c.score(r.norm, r.k1); s > 0 {
-				x := c.doc - lo
-				if r.seen[x>>6]&(1<<(x&63)) == 0 {
-					r.seen[x>>6] |= 1 << (x & 63)
-					r.head[x] = -1
-					r.parts[x] = c.nameParts()
-					r.psum[x] = 0
-				}
-				r.psum[x] += s
-				r.ents = append(r.ents, entry{s: s, group: int32(c.group), named: named, next: r.head[x]})
-				r.head[x] = int32(len(r.ents) - 1)
-			}
-			c.next()
-		}
+// keep records c, a document and its text score: it raises the best score
+// and offers c to the heap unless it scores under the threshold (then it
+// cannot make the k best, or the cutoff drops it), and raises the
+// threshold.
+func (r *ranker) keep(c cand) {
+	r.best = max(r.best, c.score)
+	if c.score < r.theta {
+		return
 	}
-}
-
-// finish completes document lo+x of the current window: it probes the
-// other cursors, highest bound first, while the document can still reach
-// theta, and returns its text score, or 0 when it cannot reach theta,
-// matched nothing or is in skip.
-func (r *ranker) finish(lo, x int, theta float64, skip []int) float64 {
-	partial := 0.0
-	hits := 0
-	for i := r.head[x]; i >= 0; i = r.ents[i].next {
-		e := &r.ents[i]
-		g := int(e.group)
-		old := r.contrib[g]
-		if old == 0 {
-			r.touched = append(r.touched, g)
-		}
-		if e.named && !r.named[g] {
-			r.named[g] = true
-			hits++
-		}
-		if e.s > old {
-			r.contrib[g] = e.s
-			partial += e.s - old
-		}
+	r.offer(c, r.k)
+	if len(r.heap) == r.k {
+		r.theta = max(r.theta, r.heap[0].score)
 	}
-	d := lo + x
-	parts := r.parts[x]
-	for i := r.first - 1; i >= 0; i-- {
-		// The boost can grow only with the groups left that can match a
-		// name: on a document with many name parts it stays small.
-		boost := 1.0
-		if r.beta > 0 && parts > 0 {
-			boost += r.beta * min(1, float64(hits+r.nameCap[i])/float64(parts))
-		}
-		if (partial+r.pre[i])*boost*(1+boundSlack) < theta {
-			r.clear()
-			return 0
-		}
-		c := &r.cursors[r.ord[i]]
-		if c.doc < d {
-			c.seek(d)
-		}
-		if c.doc == d {
-			was := r.named[c.group]
-			partial += r.take(c)
-			if r.named[c.group] && !was {
-				hits++
-			}
-		}
+	if r.cutoff > 0 {
+		r.theta = max(r.theta, r.cutoff*r.best)
 	}
-	if isSkipped(skip, d) {
-		r.clear()
-		return 0
-	}
-	return r.total(parts)
 }
 
 // order sorts the cursors by bound and sums the bounds per group.
@@ -389,11 +234,11 @@ func (r *ranker) order() {
 }
 
 // raise moves the essential cursors' start past every cursor whose bound,
-// with those of the cursors below it, cannot reach theta, and when it
-// moved lists the essential cursors anew.
-func (r *ranker) raise(theta, scale float64) {
+// with those of the cursors below it, cannot reach the threshold, and
+// when it moved lists the essential cursors anew.
+func (r *ranker) raise() {
 	first := max(r.first, 0)
-	for first < len(r.ord) && r.pre[first]*scale < theta {
+	for first < len(r.ord) && r.pre[first]*r.scale < r.theta {
 		first++
 	}
 	if first == r.first {
@@ -401,6 +246,7 @@ func (r *ranker) raise(theta, scale float64) {
 	}
 	r.first = first
 	r.ess = append(r.ess[:0], r.ord[first:]...)
+	r.slow = false
 }
 
 // isSkipped reports whether d is in skip (sorted).
@@ -410,57 +256,4 @@ func isSkipped(skip []int, d int) bool {
 	}
 	_, ok := slices.BinarySearch(skip, d)
 	return ok
-}
-
-// cand is a document in the heap of the best found.
-type cand struct {
-	score float64
-	g     int
-}
-
-// worse orders candidates worst first: lower score, then higher document
-// number (ties go to the lower one, as in the hits).
-func worse(a, b cand) bool {
-	if a.score != b.score {
-		return a.score < b.score
-	}
-	return a.g > b.g
-}
-
-// offer adds c to the heap of the k best, dropping the worst when full.
-func (r *ranker) offer(c cand, k int) {
-	h := r.heap
-	if len(h) < k {
-		h = append(h, c)
-		for i := len(h) - 1; i > 0; {
-			p := (i - 1) / 2
-			if !worse(h[i], h[p]) {
-				break
-			}
-			h[i], h[p] = h[p], h[i]
-			i = p
-		}
-		r.heap = h
-		return
-	}
-	if !worse(h[0], c) {
-		return
-	}
-	// Sift down, moving the hole rather than swapping.
-	i := 0
-	for {
-		w, l := i, 2*i+1
-		if l >= len(h) {
-			break
-		}
-		if l+1 < len(h) && worse(h[l+1], h[l]) {
-			l++
-		}
-		if !worse(h[l], c) {
-			break
-		}
-		h[w] = h[l]
-		i = l
-	}
-	h[i] = c
 }
