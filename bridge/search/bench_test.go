@@ -249,9 +249,34 @@ func BenchmarkQueryLimit(b *testing.B) {
 	}
 }
 
+// BenchmarkScorer runs the query mix at limit 10 through Search and
+// through the exhaustive scorer it replaced (searchref_test.go), on the
+// same index in the same process, so that the two compare on a busy
+// machine:
+//
+//	go test ./bridge/search -run '^$' -bench Scorer -count 3
+func BenchmarkScorer(b *testing.B) {
+	for _, n := range []int{10000, 100000} {
+		ix := buildSynth(b, n)
+		for _, impl := range []struct {
+			name   string
+			search func(string, int) Result
+		}{{"pruned", ix.Search}, {"exhaustive", ix.searchRef}} {
+			b.Run(fmt.Sprintf("tools=%d/impl=%s", n, impl.name), func(b *testing.B) {
+				benchSearchFunc(b, impl.search, 10)
+			})
+		}
+	}
+}
+
 // benchSearch runs the query mix round-robin at limit and reports
 // wall-clock and per-thread CPU latency percentiles alongside ns/op.
 func benchSearch(b *testing.B, ix *Index, limit int) {
+	benchSearchFunc(b, ix.Search, limit)
+}
+
+// benchSearchFunc is benchSearch for any search function.
+func benchSearchFunc(b *testing.B, search func(string, int) Result, limit int) {
 	qs := benchQueries(b)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -262,7 +287,7 @@ func benchSearch(b *testing.B, ix *Index, limit int) {
 	for b.Loop() {
 		c0, okCPU := threadCPU()
 		start := time.Now()
-		ix.Search(qs[i%len(qs)], limit)
+		search(qs[i%len(qs)], limit)
 		wall = append(wall, time.Since(start))
 		if c1, ok := threadCPU(); ok && okCPU {
 			cpu = append(cpu, c1-c0)
