@@ -19,12 +19,13 @@
 // documents at a time; once the best scores found are higher than what the
 // weakest terms could add together, those terms' postings are only probed,
 // to finish the documents found in the other terms', and only while such a
-// document can still make the hits. Pruning changes which documents are
-// scored, never a score: each document that can be returned is scored
-// completely, its query groups added in query order, so the hits, their
-// order and their scores are exactly those of scoring every posting.
-// prune_test.go checks that against the exhaustive scorer kept in
-// searchref_test.go.
+// document can still make the hits; a window where that would cost more
+// than reading every posting is read plainly. Pruning changes which
+// documents are scored, never a score: each document that can be
+// returned is scored completely, its query groups added in query order,
+// so the hits, their order and their scores are exactly those of scoring
+// every posting. prune_test.go checks that against the exhaustive scorer
+// kept in searchref_test.go.
 //
 // The package is pure Go and knows nothing about MCP types; the gateway
 // converts tools to Document (DocumentFromToolJSON does it from a tool's
