@@ -176,7 +176,7 @@ func BenchmarkUpsertServer(b *testing.B) {
 func BenchmarkQuery(b *testing.B) {
 	for _, n := range []int{10000} {
 		b.Run(fmt.Sprintf("tools=%d", n), func(b *testing.B) {
-			benchSearch(b, buildSynth(b, n), 10)
+			benchSearch(b, buildSynth(b, n))
 		})
 	}
 }
@@ -197,7 +197,7 @@ func BenchmarkScaling(b *testing.B) {
 	for _, n := range []int{100, 1000, 10000, 100000} {
 		b.Run(fmt.Sprintf("tools=%d", n), func(b *testing.B) {
 			ix, heap := buildMeasured(b, n)
-			benchSearch(b, ix, 10)
+			benchSearch(b, ix)
 			// After the loop: b.Loop's timer reset drops earlier metrics.
 			b.ReportMetric(float64(heap), "heap-bytes")
 		})
@@ -229,54 +229,9 @@ func benchMemory(b *testing.B, n int) {
 	b.ReportMetric(float64(heap)/float64(n), "heap-bytes/tool")
 }
 
-// BenchmarkQueryLimit runs the query mix over 10,000 tools at the limits
-// the gateway may ask for (it sets MaxLimit to 1<<16): the larger the
-// limit, the less the limit alone prunes, and with the cutoff off and a
-// limit above the catalog's size nothing can be pruned at all.
-func BenchmarkQueryLimit(b *testing.B) {
-	cat := synthCatalog(b, 10000)
-	for _, cut := range []struct {
-		name   string
-		cutoff float64
-	}{{"default", 0}, {"off", -1}} {
-		ix := New(Options{MaxLimit: 1 << 16, Cutoff: cut.cutoff})
-		ix.UpsertAll(cat)
-		for _, limit := range []int{10, 100, 1 << 16} {
-			b.Run(fmt.Sprintf("cutoff=%s/limit=%d", cut.name, limit), func(b *testing.B) {
-				benchSearch(b, ix, limit)
-			})
-		}
-	}
-}
-
-// BenchmarkScorer runs the query mix at limit 10 through Search and
-// through the exhaustive scorer it replaced (searchref_test.go), on the
-// same index in the same process, so that the two compare on a busy
-// machine:
-//
-//	go test ./bridge/search -run '^$' -bench Scorer -count 3
-func BenchmarkScorer(b *testing.B) {
-	for _, n := range []int{10000, 100000} {
-		ix := buildSynth(b, n)
-		for _, impl := range []struct {
-			name   string
-			search func(string, int) Result
-		}{{"pruned", ix.Search}, {"exhaustive", ix.searchRef}} {
-			b.Run(fmt.Sprintf("tools=%d/impl=%s", n, impl.name), func(b *testing.B) {
-				benchSearchFunc(b, impl.search, 10)
-			})
-		}
-	}
-}
-
-// benchSearch runs the query mix round-robin at limit and reports
-// wall-clock and per-thread CPU latency percentiles alongside ns/op.
-func benchSearch(b *testing.B, ix *Index, limit int) {
-	benchSearchFunc(b, ix.Search, limit)
-}
-
-// benchSearchFunc is benchSearch for any search function.
-func benchSearchFunc(b *testing.B, search func(string, int) Result, limit int) {
+// benchSearch runs the query mix round-robin and reports wall-clock and
+// per-thread CPU latency percentiles alongside ns/op.
+func benchSearch(b *testing.B, ix *Index) {
 	qs := benchQueries(b)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -287,7 +242,7 @@ func benchSearchFunc(b *testing.B, search func(string, int) Result, limit int) {
 	for b.Loop() {
 		c0, okCPU := threadCPU()
 		start := time.Now()
-		search(qs[i%len(qs)], limit)
+		ix.Search(qs[i%len(qs)], 10)
 		wall = append(wall, time.Since(start))
 		if c1, ok := threadCPU(); ok && okCPU {
 			cpu = append(cpu, c1-c0)

@@ -12,21 +12,6 @@
 // Search and Resolve take a read lock; Upsert and Remove analyse outside the
 // lock and hold the write lock only to link or unlink one segment.
 //
-// Search does not read every posting of the query's terms (dynamic pruning,
-// MaxScore style; rank.go). A term's postings are kept in index-wide
-// document order across segments, and each term keeps a bound on what any
-// of its postings can score. Search walks the terms' postings a window of
-// documents at a time; once the best scores found are higher than what the
-// weakest terms could add together, those terms' postings are only probed,
-// to finish the documents found in the other terms', and only while such a
-// document can still make the hits; a window where that would cost more
-// than reading every posting is read plainly. Pruning changes which
-// documents are scored, never a score: each document that can be
-// returned is scored completely, its query groups added in query order,
-// so the hits, their order and their scores are exactly those of scoring
-// every posting. prune_test.go checks that against the exhaustive scorer
-// kept in searchref_test.go.
-//
 // The package is pure Go and knows nothing about MCP types; the gateway
 // converts tools to Document (DocumentFromToolJSON does it from a tool's
 // JSON form).

@@ -15,7 +15,7 @@ type Index struct {
 	an   *analyzer
 	syn  synonymTable
 
-	// scratch pools per-search working space (see ranker).
+	// scratch pools per-search score accumulators.
 	scratch sync.Pool
 
 	mu    sync.RWMutex
@@ -42,24 +42,17 @@ type Index struct {
 type termEntry struct {
 	df int
 	// post holds every segment's postings for the term, one chunk after
-	// another in the order of chunks. Chunks follow the segments' order
-	// (by server name), the order of the index-wide document numbers, so
-	// post is sorted by document: Search walks several terms in step and
-	// jumps over the documents that cannot make the top hits.
+	// another in the order of chunks.
 	post   []posting
 	chunks []chunk
-	// bound covers every posting in post. It may be wider, left so by
-	// postings since removed (see unlink).
-	bound termBound
 	// pendPost and pendChunks count what reserve is about to add.
 	pendPost, pendChunks int32
 }
 
-// chunk is one segment's run of postings in a termEntry: post[off:off+n].
-// A term has at most one posting per document, so int32 is plenty.
+// chunk is one segment's run of postings in a termEntry.
 type chunk struct {
-	seg    *segment
-	off, n int32
+	seg *segment
+	n   int
 }
 
 // nameRef locates one tool for name resolution.
@@ -148,9 +141,6 @@ func (ix *Index) UpsertAll(servers []ServerDocs) {
 			linked = append(linked, segs[i])
 		}
 	}
-	// Linking in server order appends each chunk after the last one when
-	// the index starts empty, instead of moving postings to make room.
-	slices.SortFunc(linked, func(a, b *segment) int { return strings.Compare(a.server, b.server) })
 	ents := ix.reserve(linked)
 	for i, seg := range linked {
 		ix.link(seg, ents[i])
@@ -238,12 +228,12 @@ func (ix *Index) link(seg *segment, ents []*termEntry) {
 			ix.terms[t] = e
 		}
 		e.df += len(p)
-		e.bound.merge(seg.bounds[n])
-		e.insert(seg, p)
+		e.post = append(e.post, p...)
+		e.chunks = append(e.chunks, chunk{seg: seg, n: len(p)})
 	}
 	// The term entries now hold the postings; the segment's copy would
 	// only double the index's memory.
-	seg.postings, seg.bounds = nil, nil
+	seg.postings = nil
 	for d := range seg.docs {
 		ref := nameRef{seg: seg, doc: uint32(d)}
 		ln := strings.ToLower(seg.docs[d].name)
@@ -289,62 +279,18 @@ func (ix *Index) unlink(seg *segment) {
 	}
 }
 
-// chunkOf returns the index in e.chunks where seg's chunk is or would go,
-// and whether it is there.
-func (e *termEntry) chunkOf(seg *segment) (int, bool) {
-	// Most links come in server order: the new chunk goes last.
-	if n := len(e.chunks); n == 0 || e.chunks[n-1].seg.server < seg.server {
-		return n, false
-	}
-	i, _ := slices.BinarySearchFunc(e.chunks, seg.server, func(c chunk, server string) int {
-		return strings.Compare(c.seg.server, server)
-	})
-	return i, i < len(e.chunks) && e.chunks[i].seg == seg
-}
-
-// insert adds seg's postings p to e as a chunk, in segment order.
-func (e *termEntry) insert(seg *segment, p []posting) {
-	i, _ := e.chunkOf(seg)
-	off := len(e.post)
-	if i < len(e.chunks) {
-		off = int(e.chunks[i].off)
-	}
-	e.post = slices.Insert(e.post, off, p...)
-	for j := i; j < len(e.chunks); j++ {
-		e.chunks[j].off += int32(len(p))
-	}
-	e.chunks = slices.Insert(e.chunks, i, chunk{seg: seg, off: int32(off), n: int32(len(p))})
-}
-
-// recomputeRatio bounds the postings unlink reads to recompute a term's
-// bound, as a multiple of the postings it removes.
-const recomputeRatio = 8
-
 // unlink removes seg's chunk from e.
 func (e *termEntry) unlink(seg *segment) {
-	i, ok := e.chunkOf(seg)
-	if !ok {
-		return
-	}
-	off, n := int(e.chunks[i].off), int(e.chunks[i].n)
-	gone := boundOf(e.post[off:off+n], seg.meta)
-	e.df -= n
-	e.post = slices.Delete(e.post, off, off+n)
-	e.chunks = slices.Delete(e.chunks, i, i+1)
-	for j := i; j < len(e.chunks); j++ {
-		e.chunks[j].off -= int32(n)
-	}
-	// A bound left wide by removed postings stays valid but prunes less.
-	// Recompute it when they set one of its extremes and the term has not
-	// many more postings left, so the work stays within a few times the
-	// removed segment's: a common term's extremes are most likely
-	// reached by other postings too, and a replaced server brings its
-	// own postings back anyway.
-	if e.bound.attains(gone) && len(e.post) <= recomputeRatio*n {
-		e.bound = termBound{}
-		for _, c := range e.chunks {
-			e.bound.merge(boundOf(e.post[c.off:c.off+c.n], c.seg.meta))
+	off := 0
+	for i, c := range e.chunks {
+		if c.seg != seg {
+			off += c.n
+			continue
 		}
+		e.df -= c.n
+		e.post = slices.Delete(e.post, off, off+c.n)
+		e.chunks = slices.Delete(e.chunks, i, i+1)
+		return
 	}
 }
 

@@ -1,43 +1,56 @@
 package search
 
 import (
+	"math"
+	"math/bits"
 	"slices"
 	"strings"
 )
 
-// scratch is one search's reusable working space, pooled per index.
+// scratch holds one search's score accumulators, indexed by index-wide
+// document number. Entries are zeroed after use via the touched lists.
 type scratch struct {
-	r ranker
+	acc   []float64
+	group []float64
+	// nameHits counts the query groups that matched a part of the
+	// document's name; nameParts caches the document's part count.
+	nameHits  []uint8
+	nameParts []uint8
+	groupName []bool
+	touched   []int
+	gtouched  []int
 }
 
-func (ix *Index) getScratch() *scratch {
+func (ix *Index) getScratch(n int) *scratch {
 	sc, _ := ix.scratch.Get().(*scratch)
 	if sc == nil {
 		sc = &scratch{}
+	}
+	if len(sc.acc) < n {
+		sc.acc = make([]float64, n)
+		sc.group = make([]float64, n)
+		sc.nameHits = make([]uint8, n)
+		sc.nameParts = make([]uint8, n)
+		sc.groupName = make([]bool, n)
 	}
 	return sc
 }
 
 func (ix *Index) putScratch(sc *scratch) {
-	// A pasted document can make a search's window lists large: do not
-	// keep those around.
-	if cap(sc.r.ents) > maxPooledEntries {
-		return
+	for _, g := range sc.touched {
+		sc.acc[g] = 0
+		sc.nameHits[g] = 0
 	}
-	// Keep nothing that pins the index's postings.
-	clear(sc.r.cursors[:cap(sc.r.cursors)])
+	sc.touched = sc.touched[:0]
+	sc.gtouched = sc.gtouched[:0]
 	ix.scratch.Put(sc)
 }
-
-// maxPooledEntries bounds the window entries a pooled scratch keeps.
-const maxPooledEntries = 1 << 16
 
 // scored is a candidate hit during ranking.
 type scored struct {
 	g     int     // index-wide document number
 	score float64 // final score, bonuses included
 	base  float64 // text score, for the cutoff
-	sim   float64 // name similarity of a fuzzy bonus
 	exact bool
 	fuzzy bool
 }
@@ -47,12 +60,6 @@ type scored struct {
 // An empty query browses: Result.Browse lists tool names by server. A query
 // that matches nothing gets Browse and DidYouMean instead of hits.
 func (ix *Index) Search(query string, limit int) Result {
-	res, _ := ix.search(query, limit)
-	return res
-}
-
-// search is Search that also returns how many postings it read.
-func (ix *Index) search(query string, limit int) (Result, int) {
 	if limit <= 0 {
 		limit = ix.opts.DefaultLimit
 	}
@@ -62,67 +69,38 @@ func (ix *Index) search(query string, limit int) (Result, int) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	if query == "" || ix.nDocs == 0 {
-		return Result{Browse: ix.browse()}, 0
+		return Result{Browse: ix.browse()}
 	}
 
-	sc := ix.getScratch()
+	sc := ix.getScratch(ix.nDocs)
 	defer ix.putScratch(sc)
-	r := &sc.r
-	r.prepare(ix, ix.parseQuery(query))
+	ix.accumulate(ix.parseQuery(query), sc)
 
+	best := 0.0
+	for _, g := range sc.touched {
+		best = max(best, sc.acc[g])
+	}
 	bonus := make(map[int]*scored)
 	for _, ref := range ix.exactRefs(query) {
 		g := ref.seg.base + int(ref.doc)
-		bonus[g] = &scored{g: g, exact: true}
+		bonus[g] = &scored{g: g, base: sc.acc[g], score: sc.acc[g] + ix.opts.ExactBonus, exact: true}
 	}
+	var dym []fuzzyCand
 	// Fuzzy name matching is for one-word queries: a misspelt tool name,
 	// or a single word that matched nothing. Did-you-mean on a sentence
-	// helps no one and would scan every name. A query shaped like a name
-	// gets it whatever matched, so its bonus documents are known before
-	// scoring; another word only when nothing matched at all.
-	fuzzy := len(bonus) == 0 && isOneWord(query)
-	var dym []fuzzyCand
-	addFuzzy := func() {
+	// helps no one and would scan every name.
+	if len(bonus) == 0 && isOneWord(query) && (best == 0 || isIdentifierLike(query)) {
 		dym = ix.fuzzyNames(query)
 		for _, c := range dym {
 			if c.sim < fuzzyHitSim {
 				continue
 			}
 			g := c.ref.seg.base + int(c.ref.doc)
-			bonus[g] = &scored{g: g, sim: c.sim, fuzzy: true}
-		}
-	}
-	early := fuzzy && isIdentifierLike(query)
-	if early {
-		addFuzzy()
-	}
-
-	// Bonus documents rank on their exact text score plus the bonus,
-	// whether or not that score would make the hits, so score them apart
-	// and leave them out of the pruned search.
-	skip := make([]int, 0, len(bonus))
-	for g := range bonus {
-		skip = append(skip, g)
-	}
-	slices.Sort(skip)
-	best := 0.0
-	for i, s := range r.scoreDocs(skip) {
-		bonus[skip[i]].base = s
-		best = max(best, s)
-	}
-	best = r.run(limit, skip, best, ix.opts.Cutoff)
-	if fuzzy && !early && best == 0 {
-		addFuzzy() // nothing matched, so every text score is zero
-	}
-	for _, b := range bonus {
-		if b.exact {
-			b.score = b.base + ix.opts.ExactBonus
-		} else {
-			b.score = b.base + b.sim*max(best, 1)
+			bonus[g] = &scored{g: g, base: sc.acc[g], score: sc.acc[g] + c.sim*max(best, 1), fuzzy: true}
 		}
 	}
 
-	hits := ix.topHits(r.heap, bonus, best, limit)
+	hits := ix.topHits(sc, bonus, best, limit)
 	res := Result{Hits: hits}
 	for i, c := range dym {
 		if i == ix.opts.DidYouMeanMax {
@@ -133,39 +111,136 @@ func (ix *Index) search(query string, limit int) (Result, int) {
 	if len(hits) == 0 {
 		res.Browse = ix.browse()
 	}
-	return res, r.visits()
+	return res
 }
 
-// topHits ranks the candidates (none a bonus document) and the bonus
-// documents, applies the cutoff and turns the best limit into hits.
+// accumulate adds every document's BM25F score for groups into sc.acc.
 // Caller holds mu (read).
-func (ix *Index) topHits(cands []cand, bonus map[int]*scored, best float64, limit int) []Hit {
+func (ix *Index) accumulate(groups []queryGroup, sc *scratch) {
+	n := float64(ix.nDocs)
+	norm := &ix.norm
+	k1 := ix.opts.K1
+	idf := func(t string) float64 {
+		df := 0.0
+		if e := ix.terms[t]; e != nil {
+			df = float64(e.df)
+		}
+		return math.Log(1 + (n-df+0.5)/(df+0.5))
+	}
+	for _, grp := range groups {
+		single := len(grp.alts) == 1
+		// A synonym is worth at most what the query's own word is worth:
+		// a rare synonym must not outscore a common exact match.
+		maxIDF := idf(grp.alts[0].term)
+		for _, a := range grp.alts {
+			e := ix.terms[a.term]
+			if e == nil || e.df == 0 {
+				continue
+			}
+			wq := a.w * min(idf(a.term), maxIDF)
+			post := e.post
+			for _, c := range e.chunks {
+				base, meta := c.seg.base, c.seg.meta
+				run := post[:c.n]
+				post = post[c.n:]
+				for _, p := range run {
+					m := &meta[p.doc]
+					tfn := 0.0
+					for mask := p.fields; mask != 0; mask &= mask - 1 {
+						f := bits.TrailingZeros8(mask)
+						tfn += float64(p.tf[f]) * norm[f][m.lenq[f]]
+					}
+					if tfn == 0 {
+						continue
+					}
+					s := wq * tfn / (k1 + tfn)
+					g := base + int(p.doc)
+					if single {
+						if sc.acc[g] == 0 {
+							sc.touched = append(sc.touched, g)
+							sc.nameParts[g] = m.nameParts
+						}
+						sc.acc[g] += s
+						if p.namePart && sc.nameHits[g] < math.MaxUint8 {
+							sc.nameHits[g]++
+						}
+						continue
+					}
+					if sc.group[g] == 0 {
+						sc.gtouched = append(sc.gtouched, g)
+						sc.nameParts[g] = m.nameParts
+					}
+					sc.group[g] = max(sc.group[g], s)
+					sc.groupName[g] = sc.groupName[g] || p.namePart
+				}
+			}
+		}
+		for _, g := range sc.gtouched {
+			if sc.acc[g] == 0 {
+				sc.touched = append(sc.touched, g)
+			}
+			sc.acc[g] += sc.group[g]
+			sc.group[g] = 0
+			if sc.groupName[g] {
+				sc.nameHits[g] = min(sc.nameHits[g], math.MaxUint8-1) + 1
+				sc.groupName[g] = false
+			}
+		}
+		sc.gtouched = sc.gtouched[:0]
+	}
+	// Tools are named for what they do ("create_issue"), so a query that
+	// covers the whole name is a strong signal beyond the terms' weights.
+	if beta := ix.opts.NameCoverage; beta > 0 {
+		for _, g := range sc.touched {
+			if parts := sc.nameParts[g]; parts > 0 && sc.nameHits[g] > 0 {
+				sc.acc[g] *= 1 + beta*min(1, float64(sc.nameHits[g])/float64(parts))
+			}
+		}
+	}
+}
+
+// topHits selects the best limit candidates, applies the cutoff and turns
+// them into hits. Caller holds mu (read).
+func (ix *Index) topHits(sc *scratch, bonus map[int]*scored, best float64, limit int) []Hit {
 	floor := 0.0
 	if ix.opts.Cutoff > 0 {
 		floor = ix.opts.Cutoff * best
 	}
-	top := make([]scored, 0, min(limit, len(cands))+len(bonus))
-	for _, c := range cands {
-		if c.score >= floor {
-			top = append(top, scored{g: c.g, score: c.score, base: c.score})
+	top := make([]scored, 0, limit+1)
+	better := func(a, b scored) bool {
+		if a.score != b.score {
+			return a.score > b.score
+		}
+		return a.g < b.g
+	}
+	offer := func(c scored) {
+		if len(top) == limit && !better(c, top[len(top)-1]) {
+			return
+		}
+		i, _ := slices.BinarySearchFunc(top, c, func(x, y scored) int {
+			if better(x, y) {
+				return -1
+			}
+			return 1
+		})
+		top = slices.Insert(top, i, c)
+		if len(top) > limit {
+			top = top[:limit]
+		}
+	}
+	for _, g := range sc.touched {
+		if _, ok := bonus[g]; ok {
+			continue
+		}
+		if s := sc.acc[g]; s >= floor {
+			offer(scored{g: g, score: s, base: s})
 		}
 	}
 	for _, b := range bonus {
 		if b.exact || b.fuzzy || b.base >= floor {
-			top = append(top, *b)
+			offer(*b)
 		}
 	}
-	// Best first; equal scores go to the lower document number.
-	slices.SortFunc(top, func(a, b scored) int {
-		if a.score != b.score {
-			if a.score > b.score {
-				return -1
-			}
-			return 1
-		}
-		return a.g - b.g
-	})
-	top = top[:min(len(top), limit)]
 	hits := make([]Hit, 0, len(top))
 	for _, c := range top {
 		seg, d := ix.locate(c.g)

@@ -64,22 +64,19 @@ type posting struct {
 // segment is the immutable analysed form of one server's tools. Only base
 // changes after construction, under the index's write lock.
 type segment struct {
-	// base is the segment's offset in the index-wide document numbering
-	// that Search works in. It sits with docs and meta, in the cache line
-	// a search reads when it steps onto or over the segment.
-	base   int
+	server string
 	docs   []docInfo
 	meta   []docMeta // parallel to docs
-	server string
 	// keys are the docs' name keys for fuzzy matching, sorted by length.
 	keys []nameKey
 	// terms are the segment's distinct terms and postings their postings,
-	// each list in document order; bounds summarise each list for score
-	// upper bounds. Linking moves postings and bounds into the index.
+	// each list in document order.
 	terms    []string
 	postings [][]posting
-	bounds   []termBound
 	lenSum   [numFields]float64
+	// base is the segment's offset in the index-wide document numbering
+	// that Search's score accumulators use.
+	base int
 }
 
 // buildSegment analyses one server's documents. It runs outside the index
@@ -136,7 +133,6 @@ func buildSegment(a *analyzer, server string, docs []Document) *segment {
 	for n := range nTerms {
 		seg.postings[n] = all[offs[n]:offs[n+1]:offs[n+1]]
 	}
-	seg.bounds = slices.Clone(b.bounds)
 	return seg
 }
 
@@ -152,8 +148,6 @@ type builder struct {
 	// in that document's tfs (row), and the last document whose name it
 	// is a part of (part).
 	stamp, row, part []int32
-	// bounds are the terms' score bounds, by term number.
-	bounds []termBound
 	// fields are the current document's terms by field, and nameParts how
 	// many of fields[FieldName] are name parts (the rest are whole forms).
 	fields    [numFields][]string
@@ -169,7 +163,6 @@ func (b *builder) reset() {
 	clear(b.termIDs)
 	clear(b.seen)
 	b.termStrs, b.stamp, b.row, b.part = b.termStrs[:0], b.stamp[:0], b.row[:0], b.part[:0]
-	b.bounds = b.bounds[:0]
 	b.pairs = b.pairs[:0]
 }
 
@@ -207,7 +200,6 @@ func (b *builder) count(docNo int32, lenSum *[numFields]float64) docMeta {
 				b.termIDs[t] = n
 				b.termStrs = append(b.termStrs, t)
 				b.stamp, b.row, b.part = append(b.stamp, -1), append(b.row, 0), append(b.part, -1)
-				b.bounds = append(b.bounds, termBound{})
 			}
 			if b.stamp[n] != docNo {
 				b.stamp[n], b.row[n] = docNo, int32(len(b.tfs))
@@ -232,7 +224,6 @@ func (b *builder) count(docNo int32, lenSum *[numFields]float64) docMeta {
 			}
 		}
 		b.pairs = append(b.pairs, termPosting{term: n, p: p})
-		b.bounds[n].add(&p, &meta)
 	}
 	return meta
 }
