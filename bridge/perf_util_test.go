@@ -105,17 +105,6 @@ func okHandler(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error
 	return mcp.NewToolResultText("ok"), nil
 }
 
-// referenceTools decodes the 99 tools of testdata/reference-servers with
-// their raw schemas.
-func referenceTools(tb testing.TB) []mcp.Tool {
-	tb.Helper()
-	var tools []mcp.Tool
-	for _, s := range referenceServers(tb) {
-		tools = append(tools, s.tools...)
-	}
-	return tools
-}
-
 // keywordQueries are the keyword queries of the search package's
 // retrieval set: what a model sends to tool_search.
 func keywordQueries(tb testing.TB) []string {

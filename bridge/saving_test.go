@@ -3,50 +3,11 @@ package bridge
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"testing"
-
-	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolbridge/toolbridge/classify"
 	"github.com/toolbridge/toolbridge/config"
 )
-
-// referenceUpstreams serves the real tools/list of the 13 MCP reference
-// servers (testdata/reference-servers), each as an in-process server whose
-// tools keep their schemas byte for byte.
-func referenceUpstreams(t testing.TB) []Spec {
-	t.Helper()
-	b, err := os.ReadFile("testdata/reference-servers/catalog.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cat struct {
-		Servers []struct {
-			Name  string            `json:"name"`
-			Tools []json.RawMessage `json:"tools"`
-		} `json:"servers"`
-	}
-	if err := json.Unmarshal(b, &cat); err != nil {
-		t.Fatal(err)
-	}
-	var specs []Spec
-	for _, s := range cat.Servers {
-		up := server.NewMCPServer(s.Name, "1.0.0", server.WithToolCapabilities(true))
-		for _, raw := range s.Tools {
-			tool, err := decodeTool(raw)
-			if err != nil {
-				t.Fatalf("%s: %v", s.Name, err)
-			}
-			up.AddTool(tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				return mcp.NewToolResultText("ok"), nil
-			})
-		}
-		specs = append(specs, Spec{Name: s.Name, InProcess: up})
-	}
-	return specs
-}
 
 // listedTokens counts, with o200k_base, what the client really receives:
 // each tool of the gateway's tools/list response as encoded on the wire (a

@@ -2,11 +2,8 @@ package bridge
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -125,63 +122,4 @@ func listAfterInit(b *testing.B, c *client.Client) int {
 		b.Fatal(err)
 	}
 	return len(res.Tools)
-}
-
-// referenceServer is one MCP reference server's tools as its catalog
-// records them.
-type referenceServer struct {
-	name  string
-	tools []mcp.Tool
-}
-
-// referenceServers reads the 13 servers of testdata/reference-servers.
-func referenceServers(tb testing.TB) []referenceServer {
-	tb.Helper()
-	raw, err := os.ReadFile("testdata/reference-servers/catalog.json")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var cat struct {
-		Servers []struct {
-			Name  string            `json:"name"`
-			Tools []json.RawMessage `json:"tools"`
-		} `json:"servers"`
-	}
-	if err := json.Unmarshal(raw, &cat); err != nil {
-		tb.Fatal(err)
-	}
-	servers := make([]referenceServer, len(cat.Servers))
-	for i, s := range cat.Servers {
-		servers[i].name = s.Name
-		for _, r := range s.Tools {
-			t, err := decodeTool(r)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			servers[i].tools = append(servers[i].tools, t)
-		}
-	}
-	return servers
-}
-
-// serve returns a fresh in-process server with s's tools (each answers
-// "ok") that waits startTime before it answers its first request, as a
-// process does while it starts. (Not initialize: mcp-go's client asks a
-// server/discover first.)
-func (s referenceServer) serve(startTime time.Duration) *server.MCPServer {
-	hooks := &server.Hooks{}
-	if startTime > 0 {
-		var started sync.Once
-		hooks.AddOnRequestInitialization(func(context.Context, any, any) error {
-			started.Do(func() { time.Sleep(startTime) })
-			return nil
-		})
-	}
-	srv := server.NewMCPServer(s.name, "1.0.0", server.WithToolCapabilities(true), server.WithHooks(hooks))
-	for _, t := range s.tools {
-		srv.AddTool(t, func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return mcp.NewToolResultText("ok"), nil
-		})
-	}
-	return srv
 }
