@@ -329,6 +329,20 @@ func callWait(t *testing.T, c *client.Client, entered <-chan struct{}) <-chan wa
 	return got
 }
 
+// answeredAfterRelease opens the gate and checks that the call in flight
+// at shutdown gets its answer and that serve (named what) then returns
+// without an error.
+func answeredAfterRelease(t *testing.T, release chan struct{}, got <-chan waitOutcome, served <-chan error, what string) {
+	t.Helper()
+	close(release)
+	if o := <-got; o.err != nil || o.text != "opened" {
+		t.Errorf("the call in flight at shutdown: text %q, error %v; want its answer", o.text, o.err)
+	}
+	if err := <-served; err != nil {
+		t.Errorf("%s: %v", what, err)
+	}
+}
+
 func TestStdioShutdownLetsCallsInFlightFinish(t *testing.T) {
 	g, release, entered := gatedGateway(t, time.Minute)
 	ctx, stop := context.WithCancel(context.Background())
@@ -344,13 +358,7 @@ func TestStdioShutdownLetsCallsInFlightFinish(t *testing.T) {
 		t.Fatalf("ServeStdio returned (%v) with a call still running inside the grace period", err)
 	default:
 	}
-	close(release)
-	if o := <-got; o.err != nil || o.text != "opened" {
-		t.Errorf("the call in flight at shutdown: text %q, error %v; want its answer", o.text, o.err)
-	}
-	if err := <-served; err != nil {
-		t.Errorf("ServeStdio: %v", err)
-	}
+	answeredAfterRelease(t, release, got, served, "ServeStdio")
 }
 
 func TestStdioShutdownCancelsCallsAfterTheGracePeriod(t *testing.T) {
@@ -397,13 +405,7 @@ func TestHTTPShutdownLetsCallsInFlightFinish(t *testing.T) {
 		}
 		return err != nil
 	})
-	close(release)
-	if o := <-got; o.err != nil || o.text != "opened" {
-		t.Errorf("the call in flight at shutdown: text %q, error %v; want its answer", o.text, o.err)
-	}
-	if err := <-served; err != nil {
-		t.Errorf("ServeHTTP: %v", err)
-	}
+	answeredAfterRelease(t, release, got, served, "ServeHTTP")
 }
 
 func TestReloadReconnectsOnlyWhatAChangeReaches(t *testing.T) {

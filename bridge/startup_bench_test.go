@@ -45,6 +45,8 @@ func BenchmarkStartupInProcess(b *testing.B) {
 			name = fmt.Sprintf("start=%d-%dms", step.Milliseconds(), step.Milliseconds()*int64(len(servers)))
 		}
 		b.Run(name, func(b *testing.B) {
+			// Fresh servers for every measurement: a server waits its
+			// start time only once.
 			specs := func() []Spec {
 				specs := make([]Spec, len(servers))
 				for i, s := range servers {
