@@ -144,6 +144,14 @@ type Config struct {
 	Hooks []Hook `koanf:"hooks" json:"hooks"`
 	// Audit writes one JSON line per tool call.
 	Audit Audit `koanf:"audit" json:"audit"`
+
+	// StateDir is where toolbridge keeps what it must remember between
+	// runs: OAuth tokens when no OS keyring is available, pinned tool
+	// definitions. Default $XDG_STATE_HOME/toolbridge, else
+	// ~/.local/state/toolbridge. A leading "~/" is the home directory;
+	// otherwise the path must be absolute. Files are created 0600 and
+	// directories 0700.
+	StateDir string `koanf:"state_dir" json:"state_dir"`
 }
 
 // Server is one upstream MCP server. Give either Command (stdio) or URL.

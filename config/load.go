@@ -89,6 +89,7 @@ func Load(opts LoadOptions) (*Config, error) {
 	}
 
 	normalize(&cfg)
+	cfg.StateDir = resolveStateDir(cfg.StateDir, lookup)
 	// Without the file the merged config is not what the user wrote; its
 	// validation errors would only mislead.
 	if fileOK {

@@ -76,7 +76,8 @@ func wantFull() Config {
 			Events:  []string{HookBefore, HookAfter},
 			Timeout: 3 * time.Second,
 		}},
-		Audit: Audit{File: "/var/log/toolbridge/audit.jsonl"},
+		Audit:    Audit{File: "/var/log/toolbridge/audit.jsonl"},
+		StateDir: "/var/lib/toolbridge",
 	}
 }
 
@@ -99,7 +100,9 @@ func TestLoadDefaultsOnly(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
-	if want := Default(); !reflect.DeepEqual(*got, want) {
+	want := Default()
+	want.StateDir = "/home/x/.local/state/toolbridge"
+	if !reflect.DeepEqual(*got, want) {
 		t.Errorf("Load with no sources:\n got %+v\nwant %+v", *got, want)
 	}
 	d := Default()

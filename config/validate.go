@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"path"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -166,6 +167,14 @@ func validate(c *Config, prov provenance) []error {
 	v.oneOf(root.key("telemetry").key("exporter"), c.Telemetry.Exporter, ExporterNone, ExporterOTLP, ExporterStdout)
 	for i, h := range c.Hooks {
 		v.hook(root.key("hooks").at(i), h)
+	}
+
+	if c.StateDir != "" && !filepath.IsAbs(c.StateDir) {
+		hint := ""
+		if strings.HasPrefix(c.StateDir, "~") {
+			hint = ` ("~/" needs HOME to be set)`
+		}
+		v.fail(root.key("state_dir"), "must be an absolute path or start with ~/, got %s%s", quoteShort(c.StateDir), hint)
 	}
 
 	for _, name := range slices.Sorted(maps.Keys(c.Servers)) {
