@@ -22,8 +22,10 @@
 //		-bench 'Build|Query|IndexMemory|UpsertServer|Scaling' -benchtime 1s
 //
 // TestRetrievalQuality prints Recall@1/5/10, Hit@5 and MRR@10 on the BFCL
-// and MetaTool tool-retrieval sets and on hand-written keyword queries over
-// the MCP reference servers (testdata/); the benchmarks report build time,
+// and MetaTool tool-retrieval sets, on hand-written keyword queries over
+// the MCP reference servers and on plain-language tasks over the reference
+// and demo servers, with the share of multi-tool tasks that get every
+// needed tool in the top 10 (testdata/); the benchmarks report build time,
 // query latency percentiles (wall clock and per-thread CPU time) and heap
 // size for synthetic catalogs of 100 to 100,000 tools.
 package search

@@ -9,6 +9,8 @@ import (
 // fraction of a query's relevant tools found in the top k; Hit@5 counts a
 // query as found when any relevant tool is in the top 5; MRR@10 is the
 // mean reciprocal rank of the first relevant tool within the top 10.
+// Multi counts the queries that need more than one tool, and All10 is the
+// fraction of them with every needed tool in the top 10.
 type Metrics struct {
 	Queries  int
 	Recall1  float64
@@ -16,6 +18,8 @@ type Metrics struct {
 	Recall10 float64
 	Hit5     float64
 	MRR10    float64
+	Multi    int
+	All10    float64
 }
 
 // Evaluate runs every query through ix.Search with limit k (full query text
@@ -58,7 +62,16 @@ func Evaluate(ix *Index, queries []Query, k int) Metrics {
 		if first > 0 && first <= 10 {
 			m.MRR10 += 1 / float64(first)
 		}
+		if len(rel) > 1 {
+			m.Multi++
+			if found10 == len(rel) {
+				m.All10++
+			}
+		}
 		m.Queries++
+	}
+	if m.Multi > 0 {
+		m.All10 /= float64(m.Multi)
 	}
 	if m.Queries > 0 {
 		n := float64(m.Queries)
@@ -73,10 +86,15 @@ func Evaluate(ix *Index, queries []Query, k int) Metrics {
 
 // WriteTableHeader writes the header of the table WriteTableRow fills.
 func WriteTableHeader(w io.Writer) {
-	fmt.Fprintf(w, "%-28s %7s %8s %8s %9s %6s %7s\n", "dataset", "queries", "Recall@1", "Recall@5", "Recall@10", "Hit@5", "MRR@10")
+	fmt.Fprintf(w, "%-28s %7s %8s %8s %9s %6s %7s %12s\n", "dataset", "queries", "Recall@1", "Recall@5", "Recall@10", "Hit@5", "MRR@10", "multi:all@10")
 }
 
-// WriteTableRow writes one dataset's metrics as a table row.
+// WriteTableRow writes one dataset's metrics as a table row; the last
+// column is empty for sets without multi-tool queries.
 func WriteTableRow(w io.Writer, name string, m Metrics) {
-	fmt.Fprintf(w, "%-28s %7d %8.3f %8.3f %9.3f %6.3f %7.3f\n", name, m.Queries, m.Recall1, m.Recall5, m.Recall10, m.Hit5, m.MRR10)
+	multi := ""
+	if m.Multi > 0 {
+		multi = fmt.Sprintf("%.3f (%d)", m.All10, m.Multi)
+	}
+	fmt.Fprintf(w, "%-28s %7d %8.3f %8.3f %9.3f %6.3f %7.3f %12s\n", name, m.Queries, m.Recall1, m.Recall5, m.Recall10, m.Hit5, m.MRR10, multi)
 }

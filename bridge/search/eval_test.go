@@ -8,34 +8,41 @@ import (
 
 // dataset is one benchmark: a catalog and its queries.
 type dataset struct {
-	name    string
-	catalog string
-	queries string
+	name string
+	// catalogs are indexed together, as one gateway would index them.
+	catalogs []string
+	queries  string
 	// floor is the Recall@k the default options must keep: a little under
 	// what they reach, so a regression fails the test.
 	floorK int
 	floor  float64
 	// tuned says the default options were tuned on half of its queries.
 	tuned bool
+	// bySteps adds rows for its one-tool and multi-tool queries.
+	bySteps bool
 }
 
 var datasets = []dataset{
 	// Reached: BFCL Recall@5 0.863, MetaTool Recall@5 0.650, keywords Recall@1 0.953.
-	{"bfcl", "testdata/bfcl/catalog.json", "testdata/bfcl/queries.jsonl", 5, 0.855, true},
-	{"metatool", "testdata/metatool/catalog.json", "testdata/metatool/queries.jsonl", 5, 0.64, true},
-	{"keywords (reference-servers)", "testdata/reference-servers/catalog.json", "testdata/keyword-queries.jsonl", 1, 0.93, false},
+	{"bfcl", []string{"testdata/bfcl/catalog.json"}, "testdata/bfcl/queries.jsonl", 5, 0.855, true, false},
+	{"metatool", []string{"testdata/metatool/catalog.json"}, "testdata/metatool/queries.jsonl", 5, 0.64, true, false},
+	{"keywords (reference-servers)", []string{"testdata/reference-servers/catalog.json"}, "testdata/keyword-queries.jsonl", 1, 0.93, false, false},
+	// Written for #17 before any tuning and never tuned on (testdata/tasks/README.md).
+	{"tasks (reference+demo)", []string{"testdata/reference-servers/catalog.json", "testdata/demo/catalog.json"}, "testdata/tasks/queries.jsonl", 5, 0.70, false, true},
 }
 
-// loadDataset indexes a dataset's catalog with opts and loads its queries.
+// loadDataset indexes a dataset's catalogs with opts and loads its queries.
 func loadDataset(t testing.TB, ds dataset, opts Options) (*Index, []Query) {
 	t.Helper()
-	cat, err := LoadCatalog(ds.catalog)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ix := New(opts)
-	for _, s := range cat {
-		ix.Upsert(s.Server, s.Docs)
+	for _, path := range ds.catalogs {
+		cat, err := LoadCatalog(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range cat {
+			ix.Upsert(s.Server, s.Docs)
+		}
 	}
 	qs, err := LoadQueries(ds.queries)
 	if err != nil {
@@ -57,6 +64,19 @@ func splitHalves(qs []Query) (tune, holdout []Query) {
 		}
 	}
 	return tune, holdout
+}
+
+// splitSteps splits queries into those one tool answers and those that
+// need several.
+func splitSteps(qs []Query) (one, multi []Query) {
+	for _, q := range qs {
+		if len(q.Relevant) > 1 {
+			multi = append(multi, q)
+		} else {
+			one = append(one, q)
+		}
+	}
+	return one, multi
 }
 
 // plainBM25 approximates the ranking other tool-search systems publish:
@@ -91,6 +111,11 @@ func TestRetrievalQuality(t *testing.T) {
 			WriteTableRow(&table, "  tuning half", Evaluate(ix, tune, 10))
 			WriteTableRow(&table, "  held-out half", Evaluate(ix, hold, 10))
 		}
+		if ds.bySteps {
+			one, multi := splitSteps(qs)
+			WriteTableRow(&table, "  one-tool tasks", Evaluate(ix, one, 10))
+			WriteTableRow(&table, "  multi-tool tasks", Evaluate(ix, multi, 10))
+		}
 		plain, _ := loadDataset(t, ds, plainBM25())
 		WriteTableRow(&table, "  plain BM25 reference", Evaluate(plain, qs, 10))
 
@@ -113,22 +138,25 @@ func TestEvaluateMetrics(t *testing.T) {
 		{Name: "gamma", Description: "apple banana cherry"},
 	})
 	qs := []Query{
-		{ID: "1", Query: "apple", Relevant: []string{"s::alpha"}},            // rank 1
-		{ID: "2", Query: "apple", Relevant: []string{"s::gamma"}},            // rank 3
-		{ID: "3", Query: "apple", Relevant: []string{"s::alpha", "s::nope"}}, // half found
-		{ID: "4", Query: "zzz", Relevant: []string{"s::beta"}},               // not found
+		{ID: "1", Query: "apple", Relevant: []string{"s::alpha"}},             // rank 1
+		{ID: "2", Query: "apple", Relevant: []string{"s::gamma"}},             // rank 3
+		{ID: "3", Query: "apple", Relevant: []string{"s::alpha", "s::nope"}},  // half found
+		{ID: "4", Query: "zzz", Relevant: []string{"s::beta"}},                // not found
+		{ID: "5", Query: "apple", Relevant: []string{"s::alpha", "s::gamma"}}, // ranks 1 and 3
 	}
 	m := Evaluate(ix, qs, 10)
 	want := Metrics{
-		Queries:  4,
-		Recall1:  (1 + 0 + 0.5 + 0) / 4,
-		Recall5:  (1 + 1 + 0.5 + 0) / 4,
-		Recall10: (1 + 1 + 0.5 + 0) / 4,
-		Hit5:     3.0 / 4,
-		MRR10:    (1 + 1.0/3 + 1 + 0) / 4,
+		Queries:  5,
+		Recall1:  (1 + 0 + 0.5 + 0 + 0.5) / 5,
+		Recall5:  (1 + 1 + 0.5 + 0 + 1) / 5,
+		Recall10: (1 + 1 + 0.5 + 0 + 1) / 5,
+		Hit5:     4.0 / 5,
+		MRR10:    (1 + 1.0/3 + 1 + 0 + 1) / 5,
+		Multi:    2,
+		All10:    1.0 / 2,
 	}
 	if diff := abs(m.Recall1-want.Recall1) + abs(m.Recall5-want.Recall5) + abs(m.Recall10-want.Recall10) +
-		abs(m.Hit5-want.Hit5) + abs(m.MRR10-want.MRR10); diff > 1e-9 || m.Queries != 4 {
+		abs(m.Hit5-want.Hit5) + abs(m.MRR10-want.MRR10) + abs(m.All10-want.All10); diff > 1e-9 || m.Queries != 5 || m.Multi != 2 {
 		t.Errorf("Evaluate = %+v, want %+v", m, want)
 	}
 	if m := Evaluate(ix, nil, 10); m != (Metrics{}) {
