@@ -78,9 +78,13 @@ func (g *Gateway) HTTPHandler() http.Handler {
 // GET stream, for shutdown.
 func (g *Gateway) httpHandler() (http.Handler, func(context.Context)) {
 	g.transport.Store(config.ServeHTTP)
-	mcpHandler := server.NewStreamableHTTPServer(g.srv, server.WithEndpointPath("/mcp"))
+	serve := g.settings().cfg.Serve
+	sessions := newSessionTable(serve.SessionIdleTimeout, serve.MaxSessions, nil)
+	mcpHandler := server.NewStreamableHTTPServer(g.srv, server.WithEndpointPath("/mcp"),
+		server.WithSessionIdManagerResolver(sessionResolver{table: sessions}))
+	sessions.forget = endSession(mcpHandler)
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", g.countRequests(mcpHandler))
+	mux.Handle("/mcp", g.countRequests(guardSessions(sessions, mcpHandler)))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = io.WriteString(w, "ok\n")
@@ -97,7 +101,7 @@ func (g *Gateway) httpHandler() (http.Handler, func(context.Context)) {
 		}
 		_ = json.NewEncoder(w).Encode(map[string]any{"ready": ready, "servers": statuses})
 	})
-	return guardHTTP(g.settings().cfg.Serve, mux), mcpHandler.CloseSessions
+	return guardHTTP(serve, mux), mcpHandler.CloseSessions
 }
 
 // countRequests counts the requests being answered (a POST carries a

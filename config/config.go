@@ -227,6 +227,12 @@ type Serve struct {
 	// ShutdownGrace is how long in-flight calls may finish on SIGTERM
 	// (default 10s).
 	ShutdownGrace time.Duration `koanf:"shutdown_grace" json:"shutdown_grace"`
+	// SessionIdleTimeout ends an HTTP session that has had no request for
+	// this long (default 30m); its client gets 404 and initializes again.
+	SessionIdleTimeout time.Duration `koanf:"session_idle_timeout" json:"session_idle_timeout"`
+	// MaxSessions bounds the HTTP sessions held at once (default 1024).
+	// Opening one more ends the least recently used idle one.
+	MaxSessions int `koanf:"max_sessions" json:"max_sessions"`
 }
 
 // Timeouts for upstream servers.
@@ -312,6 +318,9 @@ func Default() Config {
 			MaxBodyBytes:  4 << 20,
 			MaxInFlight:   64,
 			ShutdownGrace: 10 * time.Second,
+
+			SessionIdleTimeout: 30 * time.Minute,
+			MaxSessions:        1024,
 		},
 		Timeouts:       Timeouts{Connect: 30 * time.Second, Call: 60 * time.Second},
 		Restart:        Restart{Initial: 500 * time.Millisecond, Max: 30 * time.Second},

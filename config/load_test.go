@@ -64,6 +64,9 @@ func wantFull() Config {
 			MaxBodyBytes:   1 << 20,
 			MaxInFlight:    16,
 			ShutdownGrace:  20 * time.Second,
+
+			SessionIdleTimeout: 5 * time.Minute,
+			MaxSessions:        100,
 		},
 		Timeouts:       Timeouts{Connect: 10 * time.Second, Call: 90 * time.Second},
 		Restart:        Restart{Initial: time.Second, Max: time.Minute},

@@ -226,6 +226,8 @@ func (v *validator) serve(p keyPath, s Serve) {
 	v.positive(p.key("max_body_bytes"), s.MaxBodyBytes)
 	v.positive(p.key("max_in_flight"), int64(s.MaxInFlight))
 	v.nonNegativeDuration(p.key("shutdown_grace"), s.ShutdownGrace)
+	v.positiveDuration(p.key("session_idle_timeout"), s.SessionIdleTimeout)
+	v.positive(p.key("max_sessions"), int64(s.MaxSessions))
 }
 
 // listen checks a host:port and that a non-loopback address is allowed.

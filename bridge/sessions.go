@@ -1,0 +1,354 @@
+package bridge
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// Streamable HTTP sessions. mcp-go's default session id manager checks only
+// the shape of an id, so any well-formed id would be served: one never
+// issued, one already terminated, another client's. The gateway keeps its
+// own table of the ids it issued, each bound to the principal (credential)
+// that opened it, and answers every other id with 404, as the spec asks,
+// so that the client initializes again. The table is bounded
+// (serve.max_sessions) and idle sessions expire
+// (serve.session_idle_timeout); a forged id is never stored, so it costs
+// nothing.
+
+// sessionIDHeader is the streamable HTTP session header.
+const sessionIDHeader = "Mcp-Session-Id"
+
+// errNoSession is why a session id is refused. It does not say whether the
+// id was never issued, has expired or belongs to another principal: a
+// client must not learn that someone else's id exists.
+var errNoSession = errors.New("unknown or terminated session")
+
+// sessionTable holds the HTTP sessions the gateway issued.
+type sessionTable struct {
+	idle time.Duration
+	max  int
+	now  func() time.Time
+	// forget is called, outside the lock, for every session the table drops
+	// by itself (expired or evicted), so that what is kept per session
+	// elsewhere goes with it.
+	forget func(id string)
+
+	mu   sync.Mutex
+	byID map[string]*sessionEntry
+}
+
+// sessionEntry is one issued session.
+type sessionEntry struct {
+	principal string
+	last      time.Time // end of its last request
+	busy      int       // requests (and GET streams) running on it
+}
+
+func newSessionTable(idle time.Duration, max int, forget func(string)) *sessionTable {
+	if forget == nil {
+		forget = func(string) {}
+	}
+	return &sessionTable{idle: idle, max: max, now: time.Now, forget: forget, byID: map[string]*sessionEntry{}}
+}
+
+// issue opens a session for principal and returns its id: 128 random bits,
+// so that ids cannot be guessed.
+func (t *sessionTable) issue(principal string) string {
+	id := "mcp-session-" + rand.Text()
+	t.mu.Lock()
+	dropped := t.makeRoomLocked(1)
+	t.byID[id] = &sessionEntry{principal: principal, last: t.now()}
+	t.mu.Unlock()
+	t.forgetAll(dropped)
+	return id
+}
+
+// hasRoom reports whether one more session can be opened: it drops the
+// expired sessions and, when the table is full, the least recently used
+// idle one. It is false only when every session has a request running.
+func (t *sessionTable) hasRoom() bool {
+	t.mu.Lock()
+	dropped := t.makeRoomLocked(1)
+	ok := len(t.byID) < t.max
+	t.mu.Unlock()
+	t.forgetAll(dropped)
+	return ok
+}
+
+// makeRoomLocked drops the expired sessions, then idle ones, least
+// recently used first, until n more fit. It returns the ids dropped.
+func (t *sessionTable) makeRoomLocked(n int) []string {
+	var dropped []string
+	now := t.now()
+	for id, e := range t.byID {
+		if t.expired(e, now) {
+			delete(t.byID, id)
+			dropped = append(dropped, id)
+		}
+	}
+	for len(t.byID)+n > t.max {
+		oldest := ""
+		for id, e := range t.byID {
+			if e.busy == 0 && (oldest == "" || e.last.Before(t.byID[oldest].last)) {
+				oldest = id
+			}
+		}
+		if oldest == "" {
+			break // every session is busy
+		}
+		delete(t.byID, oldest)
+		dropped = append(dropped, oldest)
+	}
+	return dropped
+}
+
+func (t *sessionTable) expired(e *sessionEntry, now time.Time) bool {
+	return e.busy == 0 && t.idle > 0 && now.Sub(e.last) > t.idle
+}
+
+func (t *sessionTable) forgetAll(ids []string) {
+	for _, id := range ids {
+		t.forget(id)
+	}
+}
+
+// acquire checks that id is a live session of principal and marks a
+// request running on it; release must follow when the request ends.
+func (t *sessionTable) acquire(id, principal string) (release func(), err error) {
+	t.mu.Lock()
+	e, ok := t.byID[id]
+	if ok && t.expired(e, t.now()) {
+		delete(t.byID, id)
+		t.mu.Unlock()
+		t.forget(id)
+		return nil, errNoSession
+	}
+	if !ok || e.principal != principal {
+		t.mu.Unlock()
+		return nil, errNoSession
+	}
+	e.busy++
+	t.mu.Unlock()
+	return func() {
+		t.mu.Lock()
+		e.busy--
+		e.last = t.now()
+		t.mu.Unlock()
+	}, nil
+}
+
+// valid reports whether id is a live session of principal.
+func (t *sessionTable) valid(id, principal string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e, ok := t.byID[id]
+	return ok && e.principal == principal && !t.expired(e, t.now())
+}
+
+// terminate ends a session (DELETE, or shutdown).
+func (t *sessionTable) terminate(id string) {
+	t.mu.Lock()
+	delete(t.byID, id)
+	t.mu.Unlock()
+}
+
+// len reports the number of sessions held.
+func (t *sessionTable) len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.byID)
+}
+
+// principalKey carries, in a request's context, who the request's
+// credential proves the caller to be.
+type principalKey struct{}
+
+// withPrincipal records the authenticated principal of a request. An
+// authenticator that knows users (downstream OAuth) sets it to the user, so
+// that a session stays bound to its user across token refreshes.
+func withPrincipal(ctx context.Context, p string) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+// principalOf is who a request acts for: the principal an authenticator
+// recorded, or else a hash of the credential presented in the
+// Authorization header ("" for none). Only a hash is kept: the table must
+// not hold the credential itself.
+func principalOf(r *http.Request) string {
+	if r == nil {
+		return ""
+	}
+	if p, ok := r.Context().Value(principalKey{}).(string); ok {
+		return p
+	}
+	auth := r.Header.Get("Authorization")
+	if auth == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(auth))
+	return "credential:" + hex.EncodeToString(sum[:])
+}
+
+// sessionResolver gives mcp-go a session id manager bound to the request's
+// principal: the sessions it issues belong to that principal, and it
+// accepts only theirs.
+type sessionResolver struct{ table *sessionTable }
+
+// ResolveSessionIdManager implements server.SessionIdManagerResolver. r is
+// nil when mcp-go ends sessions by itself (CloseSessions).
+func (s sessionResolver) ResolveSessionIdManager(r *http.Request) server.SessionIdManager {
+	return boundSessions{table: s.table, principal: principalOf(r)}
+}
+
+// boundSessions is the sessions of one principal.
+type boundSessions struct {
+	table     *sessionTable
+	principal string
+}
+
+// Generate implements server.SessionIdManager.
+func (b boundSessions) Generate() string { return b.table.issue(b.principal) }
+
+// Validate implements server.SessionIdManager.
+func (b boundSessions) Validate(id string) (bool, error) {
+	if !b.table.valid(id, b.principal) {
+		return false, errNoSession
+	}
+	return false, nil
+}
+
+// Terminate implements server.SessionIdManager.
+func (b boundSessions) Terminate(id string) (bool, error) {
+	b.table.terminate(id)
+	return false, nil
+}
+
+// guardSessions checks, in front of mcp-go's handler, what mcp-go does not:
+// that a request's session was issued to its principal and is live, that
+// GET and DELETE name a session, and that a POST is one JSON-RPC message
+// with a valid id. Requests on a session are counted, so that a session
+// with a request or stream running never expires.
+func guardSessions(table *sessionTable, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get(sessionIDHeader)
+		switch r.Method {
+		case http.MethodGet, http.MethodDelete:
+			if id == "" {
+				http.Error(w, "toolbridge: "+r.Method+" needs an "+sessionIDHeader+" header naming a session opened with initialize", http.StatusBadRequest)
+				return
+			}
+		case http.MethodPost:
+			body, ok := readMessage(w, r)
+			if !ok {
+				return
+			}
+			if id == "" && isInitialize(body) && !table.hasRoom() {
+				http.Error(w, "toolbridge: too many sessions with requests running (serve.max_sessions); retry later", http.StatusServiceUnavailable)
+				return
+			}
+		}
+		if id != "" {
+			release, err := table.acquire(id, principalOf(r))
+			if err != nil {
+				// 404 tells the client to initialize a new session.
+				http.Error(w, "toolbridge: "+err.Error()+": initialize a new session", http.StatusNotFound)
+				return
+			}
+			defer release()
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// readMessage reads a POST body and refuses what mcp-go would misreport: a
+// JSON-RPC batch (valid JSON, but the protocol has no batches since
+// 2025-06-18) and an id that is neither a string, a number nor null. The
+// body is put back for the next handler. It reports whether the request
+// may go on.
+func readMessage(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	if r.Body == nil {
+		return nil, true
+	}
+	body, err := io.ReadAll(r.Body)
+	_ = r.Body.Close()
+	if err != nil {
+		status := http.StatusBadRequest
+		if errors.As(err, new(*http.MaxBytesError)) {
+			status = http.StatusRequestEntityTooLarge
+		}
+		writeRPCError(w, status, nil, mcp.PARSE_ERROR, fmt.Sprintf("reading the request body: %v", err))
+		return nil, false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	if len(trimmed) > 0 && trimmed[0] == '[' && json.Valid(trimmed) {
+		writeRPCError(w, http.StatusBadRequest, nil, mcp.INVALID_REQUEST,
+			"batch not supported: JSON-RPC batches were removed from MCP in 2025-06-18; send one message per request")
+		return nil, false
+	}
+	var msg struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(body, &msg) == nil && len(msg.ID) > 0 {
+		switch msg.ID[0] {
+		case '{', '[', 't', 'f':
+			writeRPCError(w, http.StatusBadRequest, nil, mcp.INVALID_REQUEST,
+				"invalid request: id must be a string or a number")
+			return nil, false
+		}
+	}
+	return body, true
+}
+
+// isInitialize reports whether a POST body is an initialize request.
+func isInitialize(body []byte) bool {
+	var msg struct {
+		Method string `json:"method"`
+	}
+	return json.Unmarshal(body, &msg) == nil && msg.Method == string(mcp.MethodInitialize)
+}
+
+// writeRPCError answers with a JSON-RPC error.
+func writeRPCError(w http.ResponseWriter, status int, id any, code int, message string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"jsonrpc": mcp.JSONRPC_VERSION,
+		"id":      id,
+		"error":   map[string]any{"code": code, "message": message},
+	})
+}
+
+// endSession clears what mcp-go keeps for a session the table dropped by
+// itself, the way a client's DELETE would (mcp-go exposes no other way).
+// The table no longer has the id, so the DELETE only cleans up.
+func endSession(mcpHandler http.Handler) func(id string) {
+	return func(id string) {
+		req, err := http.NewRequestWithContext(context.Background(), http.MethodDelete, "/mcp", nil)
+		if err != nil {
+			return
+		}
+		req.Header.Set(sessionIDHeader, id)
+		mcpHandler.ServeHTTP(discardResponse{header: http.Header{}}, req)
+	}
+}
+
+// discardResponse is a ResponseWriter whose answer goes nowhere.
+type discardResponse struct{ header http.Header }
+
+func (d discardResponse) Header() http.Header         { return d.header }
+func (d discardResponse) Write(p []byte) (int, error) { return len(p), nil }
+func (d discardResponse) WriteHeader(int)             {}
