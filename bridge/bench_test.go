@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolbridge/toolbridge/config"
+	"github.com/toolbridge/toolbridge/config/toolid"
 )
 
 // The call benchmarks measure what the gateway adds to one tools/call, in
@@ -82,7 +83,7 @@ func runCalls(b *testing.B, c *client.Client, req mcp.CallToolRequest) {
 func echoCall(name string, meta bool) mcp.CallToolRequest {
 	req := mcp.CallToolRequest{}
 	if meta {
-		req.Params.Name = MetaCall
+		req.Params.Name = toolid.MetaCall
 		req.Params.Arguments = map[string]any{"tool_name": "up::" + name, "tool_args": map[string]any{"text": "hello"}}
 		return req
 	}
@@ -149,7 +150,7 @@ func addCall(meta bool) mcp.CallToolRequest {
 	req := mcp.CallToolRequest{}
 	args := map[string]any{"a": 2, "b": 3}
 	if meta {
-		req.Params.Name = MetaCall
+		req.Params.Name = toolid.MetaCall
 		req.Params.Arguments = map[string]any{"tool_name": "up::add", "tool_args": args}
 		return req
 	}

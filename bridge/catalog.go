@@ -7,6 +7,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolbridge/toolbridge/classify"
+	"github.com/toolbridge/toolbridge/config/toolid"
 )
 
 // Tool is one upstream tool as the catalog holds it.
@@ -136,7 +137,7 @@ func buildCatalog(ups []*upstream, reserved map[string]bool) *Catalog {
 		name := s.u.spec.Name
 		c.Servers = append(c.Servers, ServerInfo{Name: name, Description: s.u.description(), Tools: len(s.tools)})
 		for _, t := range s.tools {
-			id := ToolID(name, t.Name)
+			id := toolid.Join(name, t.Name)
 			if _, dup := c.byID[id]; dup {
 				continue // a server that lists a name twice: the first wins
 			}

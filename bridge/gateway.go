@@ -327,12 +327,6 @@ func fingerprint[T any](items []T, view func(T) any) []byte {
 	return h.Sum(nil)
 }
 
-// Via says how a call reached the gateway.
-const (
-	ViaDirect   = "direct"
-	ViaToolCall = "tool_call"
-)
-
 // call is one tool call on its way to the upstream.
 type call struct {
 	tool *Tool
@@ -343,7 +337,7 @@ type call struct {
 
 func (g *Gateway) directHandler(t *Tool) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return g.dispatch(ctx, call{tool: t, args: rawArguments(req), meta: req.Params.Meta, via: ViaDirect})
+		return g.dispatch(ctx, call{tool: t, args: rawArguments(req), meta: req.Params.Meta, via: trace.ViaDirect})
 	}
 }
 

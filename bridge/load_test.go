@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolbridge/toolbridge/config"
+	"github.com/toolbridge/toolbridge/config/toolid"
 )
 
 // The load test's size: short by default, so it runs in every CI run; the
@@ -148,7 +149,7 @@ func TestLoad(t *testing.T) {
 		holding++
 		holders.Go(func() {
 			call := mcp.CallToolRequest{}
-			call.Params.Name = MetaCall
+			call.Params.Name = toolid.MetaCall
 			call.Params.Arguments = map[string]any{"tool_name": "slow::hold", "tool_args": map[string]any{}}
 			if res, err := c.CallTool(context.Background(), call); err != nil || res.IsError {
 				blocked.fail("slow::hold", err, res)
@@ -236,7 +237,7 @@ func runSession(c *client.Client, p *loadPhase, queries []string, session int, s
 	for i := 0; (rounds > 0 && i < rounds) || (rounds == 0 && time.Now().Before(deadline)); i++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		search := mcp.CallToolRequest{}
-		search.Params.Name = MetaSearch
+		search.Params.Name = toolid.MetaSearch
 		search.Params.Arguments = map[string]any{"query": queries[(session+i)%len(queries)], "limit": 5}
 		start := time.Now()
 		res, err := c.CallTool(ctx, search)
@@ -247,7 +248,7 @@ func runSession(c *client.Client, p *loadPhase, queries []string, session int, s
 		}
 
 		call := mcp.CallToolRequest{}
-		call.Params.Name = MetaCall
+		call.Params.Name = toolid.MetaCall
 		if slow {
 			call.Params.Arguments = map[string]any{"tool_name": "slow::sleep", "tool_args": map[string]any{}}
 		} else {

@@ -13,18 +13,13 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolbridge/toolbridge/config"
-)
-
-// The meta-tools served in bridge mode.
-const (
-	MetaSearch   = "tool_search"
-	MetaDescribe = "tool_describe"
-	MetaCall     = "tool_call"
+	"github.com/toolbridge/toolbridge/config/toolid"
+	"github.com/toolbridge/toolbridge/trace"
 )
 
 // metaNames are reserved: an upstream tool of one of these names is always
 // exposed qualified (server__tool_call), so it never shadows a meta-tool.
-var metaNames = map[string]bool{MetaSearch: true, MetaDescribe: true, MetaCall: true}
+var metaNames = map[string]bool{toolid.MetaSearch: true, toolid.MetaDescribe: true, toolid.MetaCall: true}
 
 // metaViaKey marks, in a tools/call's _meta, a call the gateway rerouted
 // from a deferred tool's own name to tool_call (see routeDeferred).
@@ -41,7 +36,7 @@ const maxDescribe = 10
 func (g *Gateway) metaTools(cat *Catalog, live *settings, deferred []*Tool) []server.ServerTool {
 	maxLimit := live.cfg.Search.MaxLimit
 	search := mcp.Tool{
-		Name: MetaSearch,
+		Name: toolid.MetaSearch,
 		Description: "Search the tools that are not listed, by keywords, and get the best matches with their ids and parameters. " +
 			"Use it whenever you need a capability none of your listed tools has, before deciding a tool is unavailable; " +
 			"then run a match with tool_call (tool_describe gives its full schema if the parameter summary is not enough).\n\n" +
@@ -62,7 +57,7 @@ func (g *Gateway) metaTools(cat *Catalog, live *settings, deferred []*Tool) []se
 		Annotations: mcp.ToolAnnotation{Title: "Search tools", ReadOnlyHint: mcp.ToBoolPtr(true), OpenWorldHint: mcp.ToBoolPtr(false)},
 	}
 	describe := mcp.Tool{
-		Name: MetaDescribe,
+		Name: toolid.MetaDescribe,
 		Description: "Get the full input schema of tools found with tool_search, exactly as their server defines it, to call them correctly with tool_call. " +
 			"Pass one id in tool_name or up to 10 in tool_names.",
 		RawInputSchema: json.RawMessage(`{"type":"object","properties":{` +
@@ -72,7 +67,7 @@ func (g *Gateway) metaTools(cat *Catalog, live *settings, deferred []*Tool) []se
 		Annotations: mcp.ToolAnnotation{Title: "Describe tools", ReadOnlyHint: mcp.ToBoolPtr(true), OpenWorldHint: mcp.ToBoolPtr(false)},
 	}
 	call := mcp.Tool{
-		Name: MetaCall,
+		Name: toolid.MetaCall,
 		Description: "Run a tool found with tool_search: pass its id as tool_name and its arguments as the object tool_args. " +
 			"The result is the tool's own result. Invalid arguments come back as an error listing what to fix.",
 		RawInputSchema: json.RawMessage(`{"type":"object","properties":{` +
@@ -427,7 +422,7 @@ func describeTool(t *Tool, format string) json.RawMessage {
 // mcp__server__tool, a unique bare name). Without a match it returns a
 // message with did-you-mean ids.
 func (g *Gateway) resolve(cat *Catalog, name string) (*Tool, string) {
-	clean := cleanName(name)
+	clean := toolid.Clean(name)
 	if t, ok := cat.ByID(clean); ok {
 		return t, ""
 	}
@@ -449,9 +444,9 @@ func (g *Gateway) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	if err != nil {
 		return toolError("tool_call: %v. Example: {\"tool_name\": \"github::create_issue\", \"tool_args\": {\"title\": \"...\"}}", err), nil
 	}
-	via := ViaToolCall
+	via := trace.ViaToolCall
 	if req.Params.Meta != nil && req.Params.Meta.AdditionalFields[metaViaKey] != nil {
-		via = ViaDirect
+		via = trace.ViaDirect
 	}
 	name, ok, err := stringArg(args, "tool_name")
 	if err != nil {
@@ -466,8 +461,8 @@ func (g *Gateway) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp
 		argsKey = "arguments"
 	}
 	cat := g.Catalog()
-	if metaNames[cleanName(name)] {
-		return toolError("%s is a toolbridge meta-tool: call it directly, not through tool_call. Usage: tool_search {\"query\": \"...\"}; tool_describe {\"tool_name\": \"<id>\"}; tool_call {\"tool_name\": \"<id>\", \"tool_args\": {...}}.", cleanName(name)), nil
+	if metaNames[toolid.Clean(name)] {
+		return toolError("%s is a toolbridge meta-tool: call it directly, not through tool_call. Usage: tool_search {\"query\": \"...\"}; tool_describe {\"tool_name\": \"<id>\"}; tool_call {\"tool_name\": \"<id>\", \"tool_args\": {...}}.", toolid.Clean(name)), nil
 	}
 	t, why := g.resolve(cat, name)
 	if t == nil {
@@ -546,7 +541,7 @@ func (g *Gateway) routeDeferred(ctx context.Context, id any, req *mcp.CallToolRe
 	}
 	// The marker carries the name the client used, for the span's name.
 	req.Params.Meta = withMetaField(req.Params.Meta, metaViaKey, req.Params.Name)
-	req.Params.Name = MetaCall
+	req.Params.Name = toolid.MetaCall
 	req.Params.RawArguments = wrapped
 	req.Params.Arguments = map[string]any{"tool_name": t.ID}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolbridge/toolbridge/config"
+	"github.com/toolbridge/toolbridge/config/toolid"
 )
 
 // issueServer is a small GitHub-like upstream with typed schemas.
@@ -118,7 +119,7 @@ func TestToolSearch(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res, text := callText(t, c, MetaSearch, tt.args)
+			res, text := callText(t, c, toolid.MetaSearch, tt.args)
 			if res.IsError != tt.wantError {
 				t.Fatalf("isError = %v, want %v: %s", res.IsError, tt.wantError, text)
 			}
@@ -152,7 +153,7 @@ func TestToolSearch(t *testing.T) {
 func TestToolSearchLimitIsClamped(t *testing.T) {
 	_, c := startBridge(t, bridgeConfig())
 	for _, limit := range []int{0, -3, 1000} {
-		res, _ := callText(t, c, MetaSearch, map[string]any{"query": "tool", "limit": limit})
+		res, _ := callText(t, c, toolid.MetaSearch, map[string]any{"query": "tool", "limit": limit})
 		var sr SearchResult
 		b, _ := json.Marshal(res.StructuredContent)
 		_ = json.Unmarshal(b, &sr)
@@ -164,7 +165,7 @@ func TestToolSearchLimitIsClamped(t *testing.T) {
 
 func TestToolDescribe(t *testing.T) {
 	g, c := startBridge(t, bridgeConfig())
-	res, text := callText(t, c, MetaDescribe, map[string]any{"tool_name": "alpha::raw_schema"})
+	res, text := callText(t, c, toolid.MetaDescribe, map[string]any{"tool_name": "alpha::raw_schema"})
 	if res.IsError {
 		t.Fatal(text)
 	}
@@ -180,7 +181,7 @@ func TestToolDescribe(t *testing.T) {
 		t.Fatalf("described schema differs from the upstream's:\n got %s\nwant %s", compact.String(), tool.Tool.RawInputSchema)
 	}
 
-	res, text = callText(t, c, MetaDescribe, map[string]any{"tool_names": []string{"issues::create_issue", "nope_tool"}, "format": "openai"})
+	res, text = callText(t, c, toolid.MetaDescribe, map[string]any{"tool_names": []string{"issues::create_issue", "nope_tool"}, "format": "openai"})
 	if res.IsError || !strings.Contains(text, `"type": "function"`) || !strings.Contains(text, "Not found") {
 		t.Fatalf("openai form with one unknown name: %s", text)
 	}
@@ -191,7 +192,7 @@ func TestToolDescribe(t *testing.T) {
 		{"tool_name": "issues::create_issue", "format": "yaml"},
 		{"tool_names": make([]string, 11)},
 	} {
-		if res, text := callText(t, c, MetaDescribe, bad); !res.IsError {
+		if res, text := callText(t, c, toolid.MetaDescribe, bad); !res.IsError {
 			t.Errorf("%v: want isError, got %s", bad, text)
 		}
 	}
@@ -231,7 +232,7 @@ func TestToolCallResolvesNamesAndArguments(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res, text := callText(t, c, MetaCall, tt.args)
+			res, text := callText(t, c, toolid.MetaCall, tt.args)
 			if res.IsError != tt.err || !strings.Contains(text, tt.want) {
 				t.Fatalf("got isError=%v %q\nwant isError=%v containing %q", res.IsError, text, tt.err, tt.want)
 			}
@@ -300,7 +301,7 @@ func TestActivateRevealsPerSession(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	callText(t, first, MetaSearch, map[string]any{"query": "create issue", "limit": 1})
+	callText(t, first, toolid.MetaSearch, map[string]any{"query": "create issue", "limit": 1})
 	if names := toolNames(t, first); !reflect.DeepEqual(names, []string{"create_issue", "read_file", "tool_call", "tool_describe", "tool_search"}) {
 		t.Fatalf("first session after search: %v", names)
 	}
@@ -312,8 +313,8 @@ func TestActivateRevealsPerSession(t *testing.T) {
 		t.Fatal(text)
 	}
 	// Bounded: two more reveals push the oldest out.
-	callText(t, first, MetaSearch, map[string]any{"query": "pull requests", "limit": 1})
-	callText(t, first, MetaSearch, map[string]any{"query": "echo text", "limit": 1})
+	callText(t, first, toolid.MetaSearch, map[string]any{"query": "pull requests", "limit": 1})
+	callText(t, first, toolid.MetaSearch, map[string]any{"query": "echo text", "limit": 1})
 	names := toolNames(t, first)
 	if len(names) != 6 || contains(names, "create_issue") {
 		t.Fatalf("after 3 reveals with limit 2: %v", names)

@@ -6,20 +6,8 @@ import (
 	"strings"
 )
 
-// IDSeparator joins a server name and a tool name into a canonical id.
-const IDSeparator = "::"
-
 // maxExposedName is the longest tool name Claude (and most clients) accept.
 const maxExposedName = 64
-
-// ToolID returns the canonical id "server::tool".
-func ToolID(server, tool string) string { return server + IDSeparator + tool }
-
-// SplitID splits a canonical id into server and tool; ok is false when id has
-// no separator.
-func SplitID(id string) (server, tool string, ok bool) {
-	return strings.Cut(id, IDSeparator)
-}
 
 // validExposedName reports whether name matches ^[a-zA-Z0-9_-]{1,64}$.
 func validExposedName(name string) bool {
@@ -85,20 +73,4 @@ func exposedName(server, tool string, collides bool) string {
 		}
 		return '_'
 	}, tool), qualified)
-}
-
-// cleanName strips what models wrap names in: surrounding white space,
-// quotes and backticks, and a trailing "()" some models add.
-func cleanName(s string) string {
-	s = strings.TrimSpace(s)
-	for len(s) >= 2 {
-		first, last := s[0], s[len(s)-1]
-		if (first == '"' || first == '\'' || first == '`') && first == last {
-			s = strings.TrimSpace(s[1 : len(s)-1])
-			continue
-		}
-		break
-	}
-	s = strings.TrimSuffix(s, "()")
-	return s
 }

@@ -17,6 +17,7 @@ import (
 	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"github.com/toolbridge/toolbridge/config"
+	"github.com/toolbridge/toolbridge/config/toolid"
 	"github.com/toolbridge/toolbridge/trace"
 )
 
@@ -101,7 +102,7 @@ func TestToolCallSpansNameTheRealTool(t *testing.T) {
 	// The client's own trace context arrives in params._meta.
 	parent := "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 	req := mcp.CallToolRequest{}
-	req.Params.Name = MetaCall
+	req.Params.Name = toolid.MetaCall
 	req.Params.Arguments = map[string]any{"tool_name": "rec::create_issue", "tool_args": map[string]any{"title": "x"}}
 	req.Params.Meta = &mcp.Meta{AdditionalFields: map[string]any{"traceparent": parent}}
 	if res, err := c.CallTool(context.Background(), req); err != nil || res.IsError {
@@ -187,7 +188,7 @@ func TestDirectCallOfDeferredToolSpanKeepsItsName(t *testing.T) {
 
 func TestSearchSpanCarriesCountsNotTheQuery(t *testing.T) {
 	exp, c := startTraced(t, bridgeConfig(), map[string]*server.MCPServer{"issues": issueServer()})
-	callText(t, c, MetaSearch, map[string]any{"query": "create issue secret-words"})
+	callText(t, c, toolid.MetaSearch, map[string]any{"query": "create issue secret-words"})
 	s := spanNamed(t, exp.GetSpans(), "tools/call tool_search")
 	for _, kv := range s.Attributes {
 		if strings.Contains(kv.Value.Emit(), "secret-words") {
@@ -215,11 +216,11 @@ func TestCommandHookDeniesAndAuditLogRecords(t *testing.T) {
 	cfg.Audit.File = audit
 	_, c := startGateway(t, cfg, map[string]*server.MCPServer{"issues": issueServer()})
 
-	res, text := callText(t, c, MetaCall, map[string]any{"tool_name": "issues::create_issue", "tool_args": map[string]any{"repo": "a/b", "title": "t"}})
+	res, text := callText(t, c, toolid.MetaCall, map[string]any{"tool_name": "issues::create_issue", "tool_args": map[string]any{"repo": "a/b", "title": "t"}})
 	if !res.IsError || !strings.Contains(text, "issues are frozen") {
 		t.Fatalf("hook should deny with its reason: isError=%v %q", res.IsError, text)
 	}
-	res, text = callText(t, c, MetaCall, map[string]any{"tool_name": "issues::list_pull_requests", "tool_args": map[string]any{"repo": "a/b"}})
+	res, text = callText(t, c, toolid.MetaCall, map[string]any{"tool_name": "issues::list_pull_requests", "tool_args": map[string]any{"repo": "a/b"}})
 	if res.IsError {
 		t.Fatalf("unmatched tool was denied: %s", text)
 	}

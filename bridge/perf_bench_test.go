@@ -22,6 +22,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolbridge/toolbridge/config"
+	"github.com/toolbridge/toolbridge/config/toolid"
 )
 
 // The budgets of issue #8, each measured by one benchmark; comparisons are
@@ -68,7 +69,7 @@ func BenchmarkToolSearch10k(b *testing.B) {
 			cpu := startCPU()
 			for b.Loop() {
 				req := mcp.CallToolRequest{}
-				req.Params.Name = MetaSearch
+				req.Params.Name = toolid.MetaSearch
 				req.Params.Arguments = map[string]any{"query": queries[i%len(queries)], "limit": 5}
 				start := time.Now()
 				res, err := c.CallTool(ctx, req)
@@ -231,7 +232,7 @@ func BenchmarkToolCallHandler(b *testing.B) {
 	g := newTestGateway(b, config.ModeOn, []Spec{{Name: "up", InProcess: echoServer("up")}})
 	ctx := context.Background()
 	req := mcp.CallToolRequest{}
-	req.Params.Name = MetaCall
+	req.Params.Name = toolid.MetaCall
 	req.Params.RawArguments = json.RawMessage(`{"tool_name":"up::echo","tool_args":{"text":"hello"}}`)
 	b.ReportAllocs()
 	cpu := startCPU()

@@ -18,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolbridge/toolbridge/config"
+	"github.com/toolbridge/toolbridge/config/toolid"
 )
 
 // gateServer is an upstream whose "wait" tool answers once release is
@@ -127,7 +128,7 @@ func TestReloadAppliesNewRulesAndReportsRestartOnlySections(t *testing.T) {
 	alpha := echoServer("alpha")
 	cfg := testConfig()
 	g, c := gatewayWith(t, cfg, []Spec{{Name: "alpha", InProcess: alpha}})
-	if names := toolNames(t, c); slices.Contains(names, MetaSearch) {
+	if names := toolNames(t, c); slices.Contains(names, toolid.MetaSearch) {
 		t.Fatalf("bridge mode before the reload: %v", names)
 	}
 	next := *cfg
@@ -143,7 +144,7 @@ func TestReloadAppliesNewRulesAndReportsRestartOnlySections(t *testing.T) {
 		t.Errorf("NeedRestart = %v, want [serve]", sum.NeedRestart)
 	}
 	names := toolNames(t, c)
-	if !slices.Contains(names, MetaSearch) || !slices.Contains(names, "echo") || slices.Contains(names, "slow") {
+	if !slices.Contains(names, toolid.MetaSearch) || !slices.Contains(names, "echo") || slices.Contains(names, "slow") {
 		t.Errorf("after reloading with mode on and echo core: %v", names)
 	}
 }

@@ -7,7 +7,9 @@ import (
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/toolbridge/toolbridge/config"
+	"github.com/toolbridge/toolbridge/config/toolid"
 )
 
 // MetaDeferrable is the _meta key a tool (or the gateway, on its behalf) sets
@@ -127,7 +129,7 @@ func checkRule(r config.ToolRule) error {
 // caller builds itself, not one from an upstream), ever reaches rule 6.
 func (c *Classifier) Classify(server string, tool mcp.Tool) Verdict {
 	if len(c.rules) > 0 {
-		id := server + "::" + tool.Name
+		id := toolid.Join(server, tool.Name)
 		for _, r := range c.rules {
 			if ok, _ := path.Match(r.match, id); ok {
 				// The rule decides the class; whether a deferrable tool

@@ -6,8 +6,10 @@ import (
 	"net/url"
 	"strconv"
 
-	"github.com/toolbridge/toolbridge/config"
 	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/toolbridge/toolbridge/config"
+	"github.com/toolbridge/toolbridge/config/toolid"
 )
 
 // Attribute keys from the OpenTelemetry semantic conventions for MCP
@@ -62,7 +64,7 @@ const (
 	OperationExecuteTool = "execute_tool"
 	// ViaToolCall marks a call the client made through the tool_call
 	// meta-tool.
-	ViaToolCall = "tool_call"
+	ViaToolCall = toolid.MetaCall
 	// ViaDirect marks a call the client made by the tool's own name.
 	ViaDirect = "direct"
 	// ErrorTypeTool is error.type when a tool result has isError set.

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/toolbridge/toolbridge/config/toolid"
 )
 
 // readAudit parses every line of an audit file, failing on a bad one.
@@ -95,7 +97,7 @@ func TestAuditRecordFields(t *testing.T) {
 	}
 
 	r := newRecorder(t, false)
-	ctx, srv := r.tel.StartServer(context.Background(), Request{Method: MethodToolsCall, Target: MetaToolCall})
+	ctx, srv := r.tel.StartServer(context.Background(), Request{Method: MethodToolsCall, Target: toolid.MetaCall})
 	ctx, tool := r.tel.StartTool(ctx, ToolCall{Server: "github", Tool: "create_issue"})
 	a.AfterCall(ctx, Call{Server: "github", Tool: "create_issue", Via: ViaToolCall, Class: "deferrable", SessionID: "s1"},
 		Result{IsError: true, Duration: 2500 * time.Microsecond})

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/toolbridge/toolbridge/config"
-	"github.com/toolbridge/toolbridge/trace"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	sdktracetest "go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/toolbridge/toolbridge/config"
+	"github.com/toolbridge/toolbridge/config/toolid"
+	"github.com/toolbridge/toolbridge/trace"
 )
 
 // The span sequence of a gateway request handler for a bridged call,
@@ -24,7 +26,7 @@ func Example() {
 	// sent its trace context in params._meta.
 	clientMeta := map[string]any{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
 	ctx, srv := tel.StartServer(ctx, trace.Request{
-		Method: trace.MethodToolsCall, Target: trace.MetaToolCall, ID: 1,
+		Method: trace.MethodToolsCall, Target: toolid.MetaCall, ID: 1,
 		Transport: config.ServeStdio, Meta: clientMeta,
 	})
 	ctx, tool := tel.StartTool(ctx, trace.ToolCall{

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/toolbridge/toolbridge/config"
+	"github.com/toolbridge/toolbridge/config/toolid"
 )
 
 // Hook events (config.Hook.Events).
@@ -126,7 +127,7 @@ func (h *CommandHook) Matches(c Call) bool {
 // globMatch matches pattern against c as Matches describes.
 func globMatch(pattern string, c Call) bool {
 	subject := c.Tool
-	if strings.Contains(pattern, "::") {
+	if strings.Contains(pattern, toolid.Separator) {
 		subject = c.ID()
 	}
 	ok, err := path.Match(pattern, subject)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/toolbridge/toolbridge/config"
+	"github.com/toolbridge/toolbridge/config/toolid"
 )
 
 // Call is a tool call as hooks see it: always the real tool on the real
@@ -29,7 +30,7 @@ type Call struct {
 }
 
 // ID is the call's canonical "server::tool".
-func (c Call) ID() string { return c.Server + "::" + c.Tool }
+func (c Call) ID() string { return toolid.Join(c.Server, c.Tool) }
 
 // Decision is what BeforeCall decided. The zero value allows.
 type Decision struct {

@@ -6,10 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/toolbridge/toolbridge/config"
+	"github.com/toolbridge/toolbridge/config/toolid"
 	"github.com/toolbridge/toolbridge/trace"
 	"github.com/toolbridge/toolbridge/trace/tracetest"
-	"go.opentelemetry.io/otel/attribute"
 )
 
 // clientParent is the traceparent an MCP client sends in params._meta.
@@ -41,7 +43,7 @@ func TestOTLPExport(t *testing.T) {
 
 			// What the gateway does for tool_call(github::create_issue).
 			sctx, srv := tel.StartServer(ctx, trace.Request{
-				Method: trace.MethodToolsCall, Target: trace.MetaToolCall, ID: 3, SessionID: "s-1",
+				Method: trace.MethodToolsCall, Target: toolid.MetaCall, ID: 3, SessionID: "s-1",
 				Transport: config.ServeStdio, Meta: map[string]any{"traceparent": clientParent},
 			})
 			tctx, tool := tel.StartTool(sctx, trace.ToolCall{Server: "github", Tool: "create_issue", Class: config.ClassDeferrable, Via: trace.ViaToolCall})

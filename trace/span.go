@@ -13,16 +13,14 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/toolbridge/toolbridge/config"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	oteltrace "go.opentelemetry.io/otel/trace"
-)
 
-// MetaToolCall is the bridge meta-tool that wraps a real tool. A server
-// span for it gets gen_ai.tool.name from StartTool, never "tool_call".
-const MetaToolCall = "tool_call"
+	"github.com/toolbridge/toolbridge/config"
+	"github.com/toolbridge/toolbridge/config/toolid"
+)
 
 // maxContentBytes bounds one recorded argument or result (record_content):
 // a 10 MiB tool result must not become a 10 MiB span.
@@ -141,7 +139,7 @@ func (t *Telemetry) StartServer(ctx context.Context, r Request) (context.Context
 	switch r.Method {
 	case MethodToolsCall:
 		attrs = append(attrs, str(AttrGenAIOperationName, OperationExecuteTool))
-		if r.Target != "" && r.Target != MetaToolCall {
+		if r.Target != "" && r.Target != toolid.MetaCall {
 			attrs = append(attrs, str(AttrGenAIToolName, r.Target))
 		}
 	case "prompts/get":

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/toolbridge/toolbridge/config"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -17,6 +16,9 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	sdktracetest "go.opentelemetry.io/otel/sdk/trace/tracetest"
 	oteltrace "go.opentelemetry.io/otel/trace"
+
+	"github.com/toolbridge/toolbridge/config"
+	"github.com/toolbridge/toolbridge/config/toolid"
 )
 
 // recorder is a Telemetry over in-memory providers.
@@ -113,7 +115,7 @@ func wantAttrs(t *testing.T, span string, got, want map[string]string) {
 // bridgedCall runs the span sequence the gateway makes for a tool_call.
 func bridgedCall(ctx context.Context, tel *Telemetry, end func(client, tool, server *Span)) {
 	ctx, srv := tel.StartServer(ctx, Request{
-		Method: MethodToolsCall, Target: MetaToolCall, ID: int64(7), SessionID: "sess-1",
+		Method: MethodToolsCall, Target: toolid.MetaCall, ID: int64(7), SessionID: "sess-1",
 		ProtocolVersion: "2025-06-18", Transport: config.ServeHTTP, RemoteAddr: "127.0.0.1:50123",
 		Arguments: map[string]any{"tool_name": "github::create_issue", "tool_args": map[string]any{"title": "x"}},
 	})
@@ -211,7 +213,7 @@ func TestBridgedCallSpans(t *testing.T) {
 		AttrGenAIToolResult:     "",
 	})
 	for _, s := range r.spans.Ended() {
-		if got := attrs(s)[AttrGenAIToolName]; got == MetaToolCall {
+		if got := attrs(s)[AttrGenAIToolName]; got == toolid.MetaCall {
 			t.Errorf("%s carries gen_ai.tool.name=tool_call", s.Name())
 		}
 		if s.Status().Code != codes.Unset {
@@ -349,7 +351,7 @@ func TestServerSpanNames(t *testing.T) {
 		{Request{Method: "tools/list"}, "tools/list", ""},
 		{Request{Method: "initialize"}, "initialize", ""},
 		{Request{Method: MethodToolsCall, Target: "read_file"}, "tools/call read_file", "read_file"},
-		{Request{Method: MethodToolsCall, Target: MetaToolCall}, "tools/call tool_call", ""},
+		{Request{Method: MethodToolsCall, Target: toolid.MetaCall}, "tools/call tool_call", ""},
 		{Request{Method: "prompts/get", Target: "review"}, "prompts/get review", ""},
 	}
 	for _, tc := range tests {

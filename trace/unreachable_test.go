@@ -6,9 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolbridge/toolbridge/config"
-	"github.com/toolbridge/toolbridge/trace"
 	"go.uber.org/goleak"
+
+	"github.com/toolbridge/toolbridge/config"
+	"github.com/toolbridge/toolbridge/config/toolid"
+	"github.com/toolbridge/toolbridge/trace"
 )
 
 // hangGuard is how long a step may take before the test calls it hung.
@@ -21,7 +23,7 @@ const hangGuard = 60 * time.Second
 // client's params._meta, out the upstream request's (cleared first).
 func fullCall(ctx context.Context, tel *trace.Telemetry, i int, in, out map[string]any) {
 	ctx, srv := tel.StartServer(ctx, trace.Request{
-		Method: trace.MethodToolsCall, Target: trace.MetaToolCall, ID: i, SessionID: "s",
+		Method: trace.MethodToolsCall, Target: toolid.MetaCall, ID: i, SessionID: "s",
 		Transport: config.ServeStdio, Meta: in,
 	})
 	ctx, tool := tel.StartTool(ctx, trace.ToolCall{Server: "github", Tool: "create_issue", Class: config.ClassDeferrable, Via: trace.ViaToolCall})

@@ -8,6 +8,8 @@ import (
 	"os"
 	"sort"
 	"strings"
+
+	"github.com/toolbridge/toolbridge/config/toolid"
 )
 
 // Bounds on schema flattening, so a hostile schema cannot blow up a
@@ -53,7 +55,7 @@ func DocumentFromToolJSON(server string, raw []byte) (Document, error) {
 		return Document{}, fmt.Errorf("decoding tool of server %q: %w", server, errors.New("tool has no name"))
 	}
 	d := Document{
-		ID:          server + "::" + t.Name,
+		ID:          toolid.Join(server, t.Name),
 		Server:      server,
 		Name:        t.Name,
 		Title:       t.Title,

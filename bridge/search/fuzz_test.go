@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/toolbridge/toolbridge/config/toolid"
 )
 
 // checkResult asserts the invariants every Search answer keeps, whatever
@@ -121,7 +123,7 @@ func FuzzIndexDocument(f *testing.F) {
 		id := server + "::" + name
 		res := ix.Search(id, 5)
 		checkResult(t, ix, id, 5, res)
-		if !utf8.ValidString(id) || strings.TrimSpace(id) != id || cleanName(id) != id {
+		if !utf8.ValidString(id) || strings.TrimSpace(id) != id || toolid.Clean(id) != id {
 			return // the exact lookup normalises such ids; invariants suffice
 		}
 		if !slices.ContainsFunc(res.Hits, func(h Hit) bool { return h.ID == id && h.Exact }) {

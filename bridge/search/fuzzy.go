@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/sahilm/fuzzy"
+
+	"github.com/toolbridge/toolbridge/config/toolid"
 )
 
 // Fuzzy matching thresholds on the similarity in [0,1].
@@ -131,7 +133,7 @@ func editBound(a, b uint64) int {
 // matchers over every name (fuzzyNamesRef in the tests): the filters drop
 // only names that could not reach fuzzyMinSim.
 func (ix *Index) fuzzyNames(q string) []fuzzyCand {
-	q, server := splitQualified(strings.ToLower(cleanName(q)))
+	q, server := splitQualified(strings.ToLower(toolid.Clean(q)))
 	if q == "" || len(q) > maxFuzzyLen {
 		return nil
 	}

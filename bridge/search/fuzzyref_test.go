@@ -7,6 +7,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/sahilm/fuzzy"
+
+	"github.com/toolbridge/toolbridge/config/toolid"
 )
 
 // fuzzyNamesRef is fuzzyNames as it was before the name keys: it runs
@@ -14,7 +16,7 @@ import (
 // in a map. Tests check that fuzzyNames gives the same answers, and the
 // matcher benchmark runs both side by side. Caller holds mu (read).
 func (ix *Index) fuzzyNamesRef(q string) []fuzzyCand {
-	q, server := splitQualified(strings.ToLower(cleanName(q)))
+	q, server := splitQualified(strings.ToLower(toolid.Clean(q)))
 	if q == "" || len(q) > maxFuzzyLen {
 		return nil
 	}

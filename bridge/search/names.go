@@ -4,21 +4,9 @@ import (
 	"slices"
 	"strings"
 	"unicode"
-)
 
-// cleanName strips what models wrap tool names in: whitespace, quotes,
-// backticks and a trailing "()".
-func cleanName(s string) string {
-	for {
-		s = strings.TrimSpace(s)
-		s = strings.TrimSuffix(s, "()")
-		if len(s) >= 2 && s[0] == s[len(s)-1] && strings.IndexByte("\"'`", s[0]) >= 0 {
-			s = s[1 : len(s)-1]
-			continue
-		}
-		return s
-	}
-}
+	"github.com/toolbridge/toolbridge/config/toolid"
+)
 
 // exactRefs returns the tools that s names exactly, trying in order: the
 // canonical id "server::tool" (case-sensitive, then any case), the bare
@@ -26,7 +14,7 @@ func cleanName(s string) string {
 // "mcp__server__tool", and the bare name in any case. Several refs mean the
 // name is ambiguous. Caller holds mu (read).
 func (ix *Index) exactRefs(s string) []nameRef {
-	s = cleanName(s)
+	s = toolid.Clean(s)
 	if s == "" {
 		return nil
 	}
@@ -39,7 +27,7 @@ func (ix *Index) exactRefs(s string) []nameRef {
 		}
 		return out
 	}
-	if strings.Contains(s, "::") {
+	if strings.Contains(s, toolid.Separator) {
 		refs := ix.ids[strings.ToLower(s)]
 		if ex := exactCase(refs, nameRef.id); len(ex) > 0 {
 			return ex
@@ -69,7 +57,7 @@ func (ix *Index) aliasRefs(s string) []nameRef {
 	}
 	for _, t := range tries {
 		for i := strings.Index(t, "__"); i >= 0; {
-			if refs := ix.ids[t[:i]+"::"+t[i+2:]]; len(refs) > 0 {
+			if refs := ix.ids[toolid.Join(t[:i], t[i+2:])]; len(refs) > 0 {
 				return refs
 			}
 			j := strings.Index(t[i+1:], "__")
@@ -114,7 +102,7 @@ func (ix *Index) Resolve(name string) (id string, candidates []string) {
 
 // isOneWord reports a query without inner whitespace.
 func isOneWord(q string) bool {
-	q = cleanName(q)
+	q = toolid.Clean(q)
 	return q != "" && strings.IndexFunc(q, unicode.IsSpace) < 0
 }
 
@@ -122,14 +110,14 @@ func isOneWord(q string) bool {
 // name ("creat_isue", "getWeather"): such a query is most likely a
 // misspelt name, so fuzzy name matching runs even when words matched.
 func isIdentifierLike(q string) bool {
-	return isOneWord(q) && countParts(cleanName(q)) > 1
+	return isOneWord(q) && countParts(toolid.Clean(q)) > 1
 }
 
 // splitQualified splits a lowercase "server::tool", "mcp__server__tool" or
 // "server__tool" into tool and server; other names come back whole.
 func splitQualified(s string) (tool, server string) {
-	if i := strings.LastIndex(s, "::"); i >= 0 {
-		return s[i+2:], s[:i]
+	if i := strings.LastIndex(s, toolid.Separator); i >= 0 {
+		return s[i+len(toolid.Separator):], s[:i]
 	}
 	rest := strings.TrimPrefix(s, "mcp__")
 	if i := strings.Index(rest, "__"); i >= 0 {

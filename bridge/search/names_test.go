@@ -65,26 +65,6 @@ func hasPrefix(got, want []string) bool {
 	return len(got) >= len(want) && slices.Equal(got[:len(want)], want)
 }
 
-func TestCleanName(t *testing.T) {
-	tests := map[string]string{
-		"x":          "x",
-		" `x` ":      "x",
-		"\"'x'\"":    "x",
-		"``x``":      "x",
-		"x()":        "x",
-		"`x()`":      "x",
-		"'x":         "'x",
-		"\"":         "\"",
-		"":           "",
-		"` spaced `": "spaced",
-	}
-	for in, want := range tests {
-		if got := cleanName(in); got != want {
-			t.Errorf("cleanName(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestOSADistance(t *testing.T) {
 	tests := []struct {
 		a, b string

@@ -4,6 +4,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/toolbridge/toolbridge/config/toolid"
 )
 
 // docInfo is what a segment keeps of one document besides its postings.
@@ -95,7 +97,7 @@ func buildSegment(a *analyzer, server string, docs []Document) *segment {
 	for _, d := range docs {
 		id := d.ID
 		if id == "" {
-			id = server + "::" + d.Name
+			id = toolid.Join(server, d.Name)
 		}
 		if d.Name == "" || b.seen[id] {
 			continue

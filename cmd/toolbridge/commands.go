@@ -7,6 +7,7 @@ import (
 
 	"github.com/toolbridge/toolbridge/bridge"
 	"github.com/toolbridge/toolbridge/config"
+	"github.com/toolbridge/toolbridge/config/toolid"
 )
 
 // bridgedSession opens a session with bridge mode forced on, so the
@@ -78,7 +79,7 @@ func runSearch(ctx context.Context, args []string, io stdio, environ []string) e
 	if limit > 0 {
 		params["limit"] = limit
 	}
-	return metaCall(ctx, s, io, bridge.MetaSearch, params)
+	return metaCall(ctx, s, io, toolid.MetaSearch, params)
 }
 
 // runDescribe prints tools' full schemas, as tool_describe does.
@@ -96,7 +97,7 @@ func runDescribe(ctx context.Context, args []string, io stdio, environ []string)
 		return err
 	}
 	defer s.Close()
-	return metaCall(ctx, s, io, bridge.MetaDescribe, map[string]any{"tool_names": rest, "format": format})
+	return metaCall(ctx, s, io, toolid.MetaDescribe, map[string]any{"tool_names": rest, "format": format})
 }
 
 // runCall calls one tool, by id or any name tool_call accepts, and prints
@@ -119,7 +120,7 @@ func runCall(ctx context.Context, args []string, io stdio, environ []string) err
 	if len(rest) == 2 {
 		toolArgs = json.RawMessage(rest[1])
 	}
-	return metaCall(ctx, s, io, bridge.MetaCall, map[string]any{"tool_name": rest[0], "tool_args": toolArgs})
+	return metaCall(ctx, s, io, toolid.MetaCall, map[string]any{"tool_name": rest[0], "tool_args": toolArgs})
 }
 
 // runConfig handles "config check [FILE]": it prints the resolved config
