@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"log/slog"
 	"net"
 	"net/http"
 	"time"
@@ -81,7 +82,8 @@ func (g *Gateway) httpHandler() (http.Handler, func(context.Context)) {
 	serve := g.settings().cfg.Serve
 	sessions := newSessionTable(serve.SessionIdleTimeout, serve.MaxSessions, nil)
 	mcpHandler := server.NewStreamableHTTPServer(g.srv, server.WithEndpointPath("/mcp"),
-		server.WithSessionIdManagerResolver(sessionResolver{table: sessions}))
+		server.WithSessionIdManagerResolver(sessionResolver{table: sessions}),
+		server.WithStreamableHTTPLogger(transportLogger(g.logger)))
 	sessions.forget = endSession(mcpHandler)
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", g.countRequests(guardSessions(sessions, mcpHandler)))
@@ -167,3 +169,36 @@ func (g *Gateway) ServeHTTP(ctx context.Context, ln net.Listener) error {
 // flushGrace is how long shutdown waits, after the grace period for calls,
 // for answers to be written out to the clients.
 const flushGrace = time.Second
+
+// transportLogger is the logger for mcp-go's transports. They log routine
+// events at Info (the streamable HTTP server logs "Delivered sampling
+// response" for every sampling, elicitation and roots answer), which for a
+// gateway is debug detail; warnings and errors keep their level.
+func transportLogger(l *slog.Logger) *slog.Logger {
+	return slog.New(demoteInfo{l.Handler()})
+}
+
+// demoteInfo logs Info records at Debug.
+type demoteInfo struct{ slog.Handler }
+
+func (h demoteInfo) Enabled(ctx context.Context, level slog.Level) bool {
+	return h.Handler.Enabled(ctx, demoted(level))
+}
+
+func (h demoteInfo) Handle(ctx context.Context, r slog.Record) error {
+	r.Level = demoted(r.Level)
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h demoteInfo) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return demoteInfo{h.Handler.WithAttrs(attrs)}
+}
+
+func (h demoteInfo) WithGroup(name string) slog.Handler { return demoteInfo{h.Handler.WithGroup(name)} }
+
+func demoted(l slog.Level) slog.Level {
+	if l >= slog.LevelInfo && l < slog.LevelWarn {
+		return slog.LevelDebug
+	}
+	return l
+}

@@ -21,6 +21,11 @@ type LoadOptions struct {
 	// the user actually set (see BindFlags); flags left at their defaults
 	// change nothing.
 	Flags *flag.FlagSet
+	// Defaults, if not nil, replaces Default() as the bottom layer: a
+	// command whose defaults differ (the demo bridges unless told
+	// otherwise) still lets the file, environment and flags override them.
+	// The result may share its maps and slices: pass a fresh value.
+	Defaults *Config
 }
 
 // File returns the config file Load reads: Path, else the one
@@ -68,6 +73,9 @@ func Load(opts LoadOptions) (*Config, error) {
 	path := opts.File()
 
 	cfg := Default()
+	if opts.Defaults != nil {
+		cfg = *opts.Defaults
+	}
 	root := reflect.ValueOf(&cfg).Elem()
 	prov := provenance{}
 	var errs []error

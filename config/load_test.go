@@ -114,6 +114,38 @@ func TestLoadDefaultsOnly(t *testing.T) {
 	}
 }
 
+// TestLoadOwnDefaults: a command with its own defaults (the demo bridges
+// unless told otherwise) keeps them where the file, the environment and
+// the flags say nothing, and loses them where they do.
+func TestLoadOwnDefaults(t *testing.T) {
+	plain := writeFile(t, "plain.yaml", "threshold_pct: 20\n")
+	setsMode := writeFile(t, "mode.yaml", "mode: auto\n")
+	tests := []struct {
+		name    string
+		path    string
+		environ []string
+		want    Mode
+	}{
+		{"no file", "", nil, ModeOn},
+		{"file without mode", plain, nil, ModeOn},
+		{"file sets mode", setsMode, nil, ModeAuto},
+		{"environment sets mode", plain, []string{"TOOLBRIDGE_MODE=off"}, ModeOff},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Default()
+			d.Mode = ModeOn
+			got, err := Load(LoadOptions{Path: tt.path, Environ: tt.environ, Defaults: &d})
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if got.Mode != tt.want {
+				t.Errorf("mode = %q, want %q", got.Mode, tt.want)
+			}
+		})
+	}
+}
+
 // claudeFile is the Claude Desktop / Claude Code format, decoded
 // independently of the package to compare against.
 type claudeFile struct {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
-	"github.com/toolbridge/toolbridge/bridge"
+	"github.com/spf13/cobra"
+
 	"github.com/toolbridge/toolbridge/config"
 	"github.com/toolbridge/toolbridge/config/toolid"
 )
@@ -15,29 +17,32 @@ import (
 // exactly as a client's tool_search, tool_describe and tool_call do, with
 // the same name resolution and argument validation.
 //
-// check validates the positional arguments before anything is started.
-func bridgedSession(ctx context.Context, name string, args []string, io stdio, environ []string, extra func(*commonFlags), check func(rest []string) error) (*session, []string, error) {
-	f := newFlags(name, io)
-	if extra != nil {
-		extra(f)
-	}
-	cfg, err := f.parse(args, environ)
+// With everyTool set, every tool no tool rule of the config classifies is
+// made deferrable, so that describe and call reach core tools too (their
+// meta-tools resolve any tool, but exist only while something is
+// deferred); search leaves it unset and ranks what a client's tool_search
+// would.
+func (a *app) bridgedSession(ctx context.Context, f *configFlags, everyTool bool) (*session, error) {
+	cfg, specs, err := f.loadWithServers(a.environ)
 	if err != nil {
-		return nil, nil, err
-	}
-	if err := check(f.fs.Args()); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	cfg.Mode = config.ModeOn
-	s, err := openSession(ctx, cfg, bridge.SpecsFromConfig(cfg), io.err, environ)
+	if everyTool {
+		cfg.Tools = append(cfg.Tools, config.ToolRule{Match: "*", Class: config.ClassDeferrable})
+	}
+	s, err := openSession(ctx, cfg, specs, a.io.err, a.environ)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if d := s.g.Catalog().Decision; !d.Bridge {
 		s.Close()
-		return nil, nil, fmt.Errorf("no tool can be deferred, so there is nothing to search (%s); 'toolbridge tools' shows each tool's class", d.Reason)
+		if everyTool {
+			return nil, fmt.Errorf("no tool is reachable (%s); 'toolbridge tools' shows each server and tool", d.Reason)
+		}
+		return nil, fmt.Errorf("no tool can be deferred, so there is nothing to search (%s); 'toolbridge tools' shows each tool's class", d.Reason)
 	}
-	return s, f.fs.Args(), nil
+	return s, nil
 }
 
 // metaCall calls a meta-tool and prints its text; an isError result is
@@ -58,96 +63,140 @@ func metaCall(ctx context.Context, s *session, io stdio, tool string, args map[s
 	return nil
 }
 
-// runSearch ranks the catalog's tools for a query, as tool_search does.
-func runSearch(ctx context.Context, args []string, io stdio, environ []string) error {
-	var limit int
-	s, rest, err := bridgedSession(ctx, "search", args, io, environ, func(f *commonFlags) {
-		f.fs.IntVar(&limit, "limit", 0, "how many tools to show (default search.default_limit)")
-	}, func([]string) error { return nil })
-	if err != nil {
-		return err
+// searchCmd ranks the deferred tools for a query, as tool_search does.
+func (a *app) searchCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "search QUERY...",
+		Short: "Rank the deferred tools for a query, as tool_search does",
+		Long: `Rank the deferred tools for a query, as a client's tool_search does (bridge
+mode forced on). The words of QUERY may be given as one argument or
+several; with none, it lists the catalog by server.`,
+		Args: cobra.ArbitraryArgs,
 	}
-	defer s.Close()
-	query := ""
-	for i, a := range rest {
-		if i > 0 {
-			query += " "
+	f := a.configFlags(cmd, noKeyFlags)
+	limit := cmd.Flags().Int("limit", 0, "how many tools to show (default search.default_limit)")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if *limit < 0 {
+			return usageErrorf(cmd, "--limit must not be negative, got %d", *limit)
 		}
-		query += a
+		s, err := a.bridgedSession(cmd.Context(), f, false)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		params := map[string]any{"query": strings.Join(args, " ")}
+		if *limit > 0 {
+			params["limit"] = *limit
+		}
+		return metaCall(cmd.Context(), s, a.io, toolid.MetaSearch, params)
 	}
-	params := map[string]any{"query": query}
-	if limit > 0 {
-		params["limit"] = limit
-	}
-	return metaCall(ctx, s, io, toolid.MetaSearch, params)
+	return cmd
 }
 
-// runDescribe prints tools' full schemas, as tool_describe does.
-func runDescribe(ctx context.Context, args []string, io stdio, environ []string) error {
-	var format string
-	s, rest, err := bridgedSession(ctx, "describe", args, io, environ, func(f *commonFlags) {
-		f.fs.StringVar(&format, "format", "mcp", "mcp or openai")
-	}, func(rest []string) error {
-		if len(rest) == 0 {
-			return fmt.Errorf("%w: describe takes one or more tool names", errUsage)
-		}
-		return nil
-	})
-	if err != nil {
-		return err
+// describeCmd prints tools' full schemas, as tool_describe does.
+func (a *app) describeCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "describe TOOL...",
+		Short: "Print tools' full schemas, as tool_describe gives them",
+		Long: `Print the full schemas of one or more tools, exactly as the servers sent
+them (or as OpenAI function definitions with --format openai). A TOOL is
+any name tool_call accepts: server::tool, a unique bare name,
+server__tool, any case.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageErrorf(cmd, "describe takes one or more tool names")
+			}
+			return nil
+		},
 	}
-	defer s.Close()
-	return metaCall(ctx, s, io, toolid.MetaDescribe, map[string]any{"tool_names": rest, "format": format})
+	f := a.configFlags(cmd, noKeyFlags)
+	format := cmd.Flags().String("format", "mcp", "schema format: mcp or openai")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if *format != "mcp" && *format != "openai" {
+			return usageErrorf(cmd, "--format must be mcp or openai, got %q", *format)
+		}
+		s, err := a.bridgedSession(cmd.Context(), f, true)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		return metaCall(cmd.Context(), s, a.io, toolid.MetaDescribe, map[string]any{"tool_names": args, "format": *format})
+	}
+	return cmd
 }
 
-// runCall calls one tool, by id or any name tool_call accepts, and prints
+// callCmd calls one tool, by id or any name tool_call accepts, and prints
 // its result; an error result makes the exit code 1.
-func runCall(ctx context.Context, args []string, io stdio, environ []string) error {
-	s, rest, err := bridgedSession(ctx, "call", args, io, environ, nil, func(rest []string) error {
-		if len(rest) < 1 || len(rest) > 2 {
-			return fmt.Errorf("%w: call takes TOOL and optional JSON arguments", errUsage)
-		}
-		if len(rest) == 2 && !json.Valid([]byte(rest[1])) {
-			return fmt.Errorf("%w: arguments are not valid JSON: %s", errUsage, rest[1])
-		}
-		return nil
-	})
-	if err != nil {
-		return err
+func (a *app) callCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "call TOOL [JSON-ARGS]",
+		Short: "Call one tool and print its result",
+		Long: `Call one tool with JSON arguments (default {}) and print its result. TOOL
+is any name tool_call accepts; the arguments are validated against the
+tool's input schema first. An error result makes the exit code 1.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) < 1 || len(args) > 2 {
+				return usageErrorf(cmd, "call takes TOOL and optional JSON arguments, got %d arguments", len(args))
+			}
+			if len(args) == 2 && !json.Valid([]byte(args[1])) {
+				return usageErrorf(cmd, "arguments are not valid JSON: %s", args[1])
+			}
+			return nil
+		},
 	}
-	defer s.Close()
-	toolArgs := json.RawMessage(`{}`)
-	if len(rest) == 2 {
-		toolArgs = json.RawMessage(rest[1])
+	f := a.configFlags(cmd, noKeyFlags)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		s, err := a.bridgedSession(cmd.Context(), f, true)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		toolArgs := json.RawMessage(`{}`)
+		if len(args) == 2 {
+			toolArgs = json.RawMessage(args[1])
+		}
+		return metaCall(cmd.Context(), s, a.io, toolid.MetaCall, map[string]any{"tool_name": args[0], "tool_args": toolArgs})
 	}
-	return metaCall(ctx, s, io, toolid.MetaCall, map[string]any{"tool_name": rest[0], "tool_args": toolArgs})
+	return cmd
 }
 
-// runConfig handles "config check [FILE]": it prints the resolved config
-// with secrets masked, or every error found.
-func runConfig(args []string, io stdio, environ []string) error {
-	if len(args) == 0 || args[0] != "check" {
-		return fmt.Errorf("%w: the config command takes 'check [FILE]'", errUsage)
+// configCmd groups the config subcommands.
+func (a *app) configCmd() *cobra.Command {
+	return group("config", "Check the configuration", a.configCheckCmd())
+}
+
+// configCheckCmd prints the resolved config with secrets masked, or every
+// error found.
+func (a *app) configCheckCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "check [FILE]",
+		Short: "Print the resolved config (secrets masked), or every error with its file, line and key",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usageErrorf(cmd, "config check takes one FILE, got %q", args)
+			}
+			return nil
+		},
 	}
-	f := newFlags("config check", io)
-	format := f.fs.String("format", "yaml", "output format: yaml or json")
-	if err := f.fs.Parse(args[1:]); err != nil {
-		return flagError(err)
-	}
-	path := f.config
-	if rest := f.fs.Args(); len(rest) == 1 {
-		path = rest[0]
-	} else if len(rest) > 1 {
-		return fmt.Errorf("%w: config check takes one FILE", errUsage)
-	}
-	cfg, err := config.Load(config.LoadOptions{Path: path, Environ: environ, Flags: f.fs})
-	if err != nil {
-		return fmt.Errorf("config is not valid:\n%w", indentErrors(err))
-	}
-	out, err := cfg.Render(*format)
-	if err != nil {
+	f := a.configFlags(cmd, allKeyFlags)
+	format := cmd.Flags().String("format", "yaml", "output format: yaml or json")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 1 {
+			if f.path != "" && f.path != args[0] {
+				return usageErrorf(cmd, "two config files: -c %s and %s", f.path, args[0])
+			}
+			f.path = args[0]
+		}
+		cfg, err := config.Load(f.options(a.environ))
+		if err != nil {
+			return fmt.Errorf("config is not valid:\n%w", indentErrors(err))
+		}
+		out, err := cfg.Render(*format)
+		if err != nil {
+			return err
+		}
+		_, err = a.io.out.Write(out)
 		return err
 	}
-	_, err = io.out.Write(out)
-	return err
+	return cmd
 }

@@ -1,45 +1,46 @@
 package main
 
 import (
-	"context"
-	"flag"
-	"strings"
+	"github.com/spf13/cobra"
 
 	"github.com/toolbridge/toolbridge/bridge"
 	"github.com/toolbridge/toolbridge/config"
 	"github.com/toolbridge/toolbridge/examples/demo"
 )
 
-// runDemo serves the built-in example servers; with --script it runs a
+// demoCmd serves the built-in example servers; with --script it runs a
 // scripted client session against them instead and prints each step.
-func runDemo(ctx context.Context, args []string, io stdio, environ []string) error {
-	f := newFlags("demo", io)
-	script := f.fs.Bool("script", false, "run a scripted client session against the demo and print each step")
-	cfg, err := f.parse(args, environ)
-	if err != nil {
-		return err
-	}
-	// The demo is there to show bridge mode; its 58 tools alone stay under
-	// the auto threshold, so it bridges unless the user chose a mode.
-	if !modeChosen(f, environ) {
-		cfg.Mode = config.ModeOn
-	}
-	specs := demoSpecs(cfg)
-	if *script {
-		return runScript(ctx, cfg, specs, io, environ)
-	}
-	return serve(ctx, cfg, specs, f.logger(io.err), io, environ, nil)
-}
+func (a *app) demoCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Serve the built-in example servers (no config needed), or play a scripted session with --script",
+		Long: `Serve the built-in example servers to a client, or with --script play a
+scripted bridge-mode session against them and check every answer.
 
-// modeChosen reports whether the user set the mode by flag or environment
-// (a config file given to the demo may set it too).
-func modeChosen(f *commonFlags, environ []string) bool {
-	chosen := f.config != ""
-	f.fs.Visit(func(fl *flag.Flag) { chosen = chosen || fl.Name == "mode" })
-	for _, kv := range environ {
-		chosen = chosen || strings.HasPrefix(kv, "TOOLBRIDGE_MODE=") || strings.HasPrefix(kv, "TOOLBRIDGE_CONFIG=")
+The demo bridges unless --mode, TOOLBRIDGE_MODE or the config file's
+mode says otherwise; a config file given with -c adds its servers.`,
+		Args: noArgs,
 	}
-	return chosen
+	f := a.configFlags(cmd, allKeyFlags)
+	// The demo is there to show bridge mode; its 58 tools alone stay under
+	// the auto threshold, so bridging is its default, below the file.
+	d := config.Default()
+	d.Mode = config.ModeOn
+	f.defaults = &d
+	script := cmd.Flags().Bool("script", false, "run a scripted client session against the demo and print each step")
+	logger := verboseFlag(cmd)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		cfg, err := f.load(a.environ)
+		if err != nil {
+			return err
+		}
+		specs := demoSpecs(cfg)
+		if *script {
+			return runScript(cmd.Context(), cfg, specs, a.io, a.environ)
+		}
+		return serve(cmd.Context(), cfg, specs, logger(a.io.err), a.io, a.environ, nil)
+	}
+	return cmd
 }
 
 // demoSpecs are the in-process example servers, plus any servers the

@@ -41,7 +41,7 @@ func newReloader(opts config.LoadOptions, watch bool, out io.Writer) (r *reloade
 	}
 	if watch {
 		if r.file == "" {
-			return nil, nil, fmt.Errorf("%w: --watch needs a config file (--config FILE or $%s)", errUsage, config.EnvConfigPath)
+			return nil, nil, fmt.Errorf("--watch needs a config file (-c FILE or $%s)", config.EnvConfigPath)
 		}
 		r.interval = watchInterval
 	}

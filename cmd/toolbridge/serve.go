@@ -2,94 +2,48 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
-	"strings"
 	"sync"
+
+	"github.com/spf13/cobra"
 
 	"github.com/toolbridge/toolbridge/bridge"
 	"github.com/toolbridge/toolbridge/config"
 )
 
-// commonFlags are the flags every gateway-starting command takes.
-type commonFlags struct {
-	fs      *flag.FlagSet
-	config  string
-	verbose bool
-}
-
-func newFlags(name string, io stdio) *commonFlags {
-	c := &commonFlags{fs: flag.NewFlagSet(name, flag.ContinueOnError)}
-	c.fs.SetOutput(io.err)
-	c.fs.StringVar(&c.config, "config", "", "config file (YAML, JSON or TOML; a Claude Desktop config works as is); default $TOOLBRIDGE_CONFIG")
-	c.fs.StringVar(&c.config, "c", "", "shorthand for --config")
-	c.fs.BoolVar(&c.verbose, "v", false, "log debug messages to stderr")
-	config.BindFlags(c.fs)
-	return c
-}
-
-// parse parses args and loads the config they point at.
-func (c *commonFlags) parse(args []string, environ []string) (*config.Config, error) {
-	if err := c.fs.Parse(args); err != nil {
-		return nil, flagError(err)
+// serveCmd is the default command: serve the configured upstreams as one
+// MCP server.
+func (a *app) serveCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the configured servers as one MCP server (the default command)",
+		Long: `Serve the configured servers as one MCP server, on stdio (default) or
+streamable HTTP (--transport http). SIGHUP reloads the config; --watch
+reloads it whenever its file changes.`,
+		Args: noArgs,
 	}
-	cfg, err := config.Load(config.LoadOptions{Path: c.config, Environ: environ, Flags: c.fs})
-	if err != nil {
-		return nil, fmt.Errorf("loading config:\n%w", indentErrors(err))
+	f := a.configFlags(cmd, allKeyFlags)
+	watch := cmd.Flags().Bool("watch", false, "reload the config whenever its file changes (SIGHUP always reloads it)")
+	logger := verboseFlag(cmd)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		cfg, err := f.load(a.environ)
+		if err != nil {
+			return err
+		}
+		r, stop, err := newReloader(f.options(a.environ), *watch, a.io.err)
+		if err != nil {
+			return usageError{cmd: cmd, err: err}
+		}
+		defer stop()
+		specs := bridge.SpecsFromConfig(cfg)
+		if len(specs) == 0 {
+			fmt.Fprintln(a.io.err, "toolbridge: warning: no servers configured (give -c FILE, or try 'toolbridge demo')")
+		}
+		return serve(cmd.Context(), cfg, specs, logger(a.io.err), a.io, a.environ, r)
 	}
-	return cfg, nil
-}
-
-func (c *commonFlags) logger(w io.Writer) *slog.Logger {
-	level := slog.LevelInfo
-	if c.verbose {
-		level = slog.LevelDebug
-	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
-}
-
-// errFlagsReported marks a command line the flag package rejected: it has
-// already printed the problem and the command's flags, so run only sets
-// the exit code.
-var errFlagsReported = errors.New("bad flags")
-
-func flagError(err error) error {
-	if errors.Is(err, flag.ErrHelp) {
-		return err
-	}
-	return fmt.Errorf("%w: %w", errFlagsReported, err)
-}
-
-// indentErrors prints a joined error one problem per indented line.
-func indentErrors(err error) error {
-	lines := strings.Split(err.Error(), "\n")
-	for i, l := range lines {
-		lines[i] = "  " + l
-	}
-	return errors.New(strings.Join(lines, "\n"))
-}
-
-func runServe(ctx context.Context, args []string, io stdio, environ []string) error {
-	f := newFlags("serve", io)
-	watch := f.fs.Bool("watch", false, "reload the config whenever its file changes (SIGHUP always reloads it)")
-	cfg, err := f.parse(args, environ)
-	if err != nil {
-		return err
-	}
-	r, stop, err := newReloader(config.LoadOptions{Path: f.config, Environ: environ, Flags: f.fs}, *watch, io.err)
-	if err != nil {
-		return err
-	}
-	defer stop()
-	specs := bridge.SpecsFromConfig(cfg)
-	if len(specs) == 0 {
-		fmt.Fprintln(io.err, "toolbridge: warning: no servers configured (give --config FILE, or try 'toolbridge demo')")
-	}
-	return serve(ctx, cfg, specs, f.logger(io.err), io, environ, r)
+	return cmd
 }
 
 // serve connects to specs and serves clients until ctx ends or, on stdio,

@@ -1,32 +1,41 @@
 package main
 
 import (
-	"context"
 	"fmt"
+
+	"github.com/spf13/cobra"
 
 	"github.com/toolbridge/toolbridge/bridge"
 )
 
-// runTools connects to every server and prints every tool with its class,
+// toolsCmd connects to every server and prints every tool with its class,
 // reason and tokens, the totals, and the activation decision.
-func runTools(ctx context.Context, args []string, io stdio, environ []string) error {
-	f := newFlags("tools", io)
-	asJSON := f.fs.Bool("json", false, "print JSON instead of a table")
-	cfg, err := f.parse(args, environ)
-	if err != nil {
-		return err
+func (a *app) toolsCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "tools",
+		Short: "Every tool with its server, class, tokens, and the activation decision",
+		Args:  noArgs,
 	}
-	g, err := bridge.New(cfg, bridge.Options{Environ: environ, Progress: io.err})
-	if err != nil {
-		return err
+	f := a.configFlags(cmd, decisionKeyFlags)
+	asJSON := cmd.Flags().Bool("json", false, "print JSON instead of a table")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		cfg, specs, err := f.loadWithServers(a.environ)
+		if err != nil {
+			return err
+		}
+		g, err := bridge.New(cfg, bridge.Options{Environ: a.environ, Progress: a.io.err})
+		if err != nil {
+			return err
+		}
+		defer g.Close()
+		if err := g.Connect(cmd.Context(), specs); err != nil {
+			fmt.Fprintln(a.io.err, "toolbridge: listing without the servers that failed")
+		}
+		report := g.Report()
+		if *asJSON {
+			return report.WriteJSON(a.io.out)
+		}
+		return report.WriteTable(a.io.out)
 	}
-	defer g.Close()
-	if err := g.Connect(ctx, bridge.SpecsFromConfig(cfg)); err != nil {
-		fmt.Fprintln(io.err, "toolbridge: listing without the servers that failed")
-	}
-	report := g.Report()
-	if *asJSON {
-		return report.WriteJSON(io.out)
-	}
-	return report.WriteTable(io.out)
+	return cmd
 }

@@ -31,28 +31,13 @@ import (
 // room for a loaded machine without letting a hang pass.
 const exitWait = 15 * time.Second
 
-var (
-	demoServerOnce sync.Once
-	demoServerPath string
-	demoServerErr  error
-)
+// demoServer is examples/servers/demo-server: a real stdio MCP server
+// that starts in milliseconds. TestMain removes it.
+var demoServer = &testenv.GoBinary{Package: "github.com/toolbridge/toolbridge/examples/servers/demo-server"}
 
-// demoServerBinary builds examples/servers/demo-server once, next to the
-// toolbridge binary (TestMain removes that directory), and returns its
-// path: a real stdio MCP server that starts in milliseconds.
 func demoServerBinary(t testing.TB) string {
 	t.Helper()
-	demoServerOnce.Do(func() {
-		demoServerPath = filepath.Join(filepath.Dir(binary), "demo-server")
-		out, err := exec.Command("go", "build", "-o", demoServerPath, "github.com/toolbridge/toolbridge/examples/servers/demo-server").CombinedOutput()
-		if err != nil {
-			demoServerErr = fmt.Errorf("building demo-server: %w\n%s", err, out)
-		}
-	})
-	if demoServerErr != nil {
-		t.Fatal(demoServerErr)
-	}
-	return demoServerPath
+	return demoServer.Path(t)
 }
 
 // rpcError is a JSON-RPC error object.

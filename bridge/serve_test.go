@@ -1,0 +1,35 @@
+package bridge
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"testing"
+)
+
+// TestTransportLoggerDemotesInfo: mcp-go's routine Info lines ("Delivered
+// sampling response" after every elicitation and roots answer) show only
+// at debug level, while its warnings and errors still show at info level.
+func TestTransportLoggerDemotesInfo(t *testing.T) {
+	tests := []struct {
+		name  string
+		level slog.Level
+		log   func(*slog.Logger)
+		shown bool
+	}{
+		{"info hidden at info level", slog.LevelInfo, func(l *slog.Logger) { l.Info("Delivered sampling response") }, false},
+		{"info shown at debug level", slog.LevelDebug, func(l *slog.Logger) { l.Info("Delivered sampling response") }, true},
+		{"warning kept", slog.LevelInfo, func(l *slog.Logger) { l.Warn("Delivered sampling response") }, true},
+		{"error kept", slog.LevelInfo, func(l *slog.Logger) { l.With("k", "v").WithGroup("g").Error("Delivered sampling response") }, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			base := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: tt.level}))
+			tt.log(transportLogger(base))
+			if got := strings.Contains(buf.String(), "Delivered sampling response"); got != tt.shown {
+				t.Fatalf("shown = %v, want %v; log:\n%s", got, tt.shown, buf.String())
+			}
+		})
+	}
+}
