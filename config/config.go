@@ -53,6 +53,32 @@ const (
 	ClassUnknown Class = "unknown"
 )
 
+// TrustMode says what toolbridge does with pinned tool definitions.
+type TrustMode string
+
+// The trust modes.
+const (
+	// TrustPin pins each tool's definition on first sight and quarantines
+	// a tool whose definition later changes, until it is approved with
+	// "toolbridge trust approve".
+	TrustPin TrustMode = "pin"
+	// TrustWarn pins like TrustPin but only logs a change (and records it
+	// in spans and the audit log); the changed tool stays usable.
+	TrustWarn TrustMode = "warn"
+	// TrustOff neither pins nor quarantines anything.
+	TrustOff TrustMode = "off"
+)
+
+// What to do with the tools of a server that has no pins yet.
+const (
+	// NewServersTrust pins a new server's tools on first sight (trust on
+	// first use) and logs it.
+	NewServersTrust = "trust"
+	// NewServersQuarantine holds a new server's tools until they are
+	// approved with "toolbridge trust approve --server NAME".
+	NewServersQuarantine = "quarantine"
+)
+
 // Upstream transports.
 const (
 	TransportStdio          = "stdio"
@@ -192,6 +218,25 @@ type ToolRule struct {
 	Match string `koanf:"match" json:"match"`
 	// Class is core, deferrable or unknown.
 	Class Class `koanf:"class" json:"class"`
+}
+
+// Trust says how toolbridge trusts upstream tool definitions. Each tool's
+// definition (name, title, description, input and output schema,
+// annotations) is pinned per server in the state directory; see the
+// "toolbridge trust" commands. In a file, "trust: warn" is short for
+// "trust: {mode: warn}".
+type Trust struct {
+	// Mode is pin (default), warn or off; see TrustMode.
+	Mode TrustMode `koanf:"mode" json:"mode"`
+	// NewServers is trust (default) or quarantine: whether the tools of a
+	// server without pins are pinned on first sight or held until approved.
+	NewServers string `koanf:"new_servers" json:"new_servers"`
+	// BlockSuspicious quarantines tools whose description looks like
+	// instructions to the model (hidden <IMPORTANT> tags, "ignore previous
+	// instructions", requests for SSH keys, invisible Unicode, ...) until
+	// they are approved. Off by default: such tools are flagged in
+	// "toolbridge tools" and "toolbridge trust list" only.
+	BlockSuspicious bool `koanf:"block_suspicious" json:"block_suspicious"`
 }
 
 // Search tunes tool_search.

@@ -1,0 +1,180 @@
+package trust
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/toolbridge/toolbridge/config"
+)
+
+// Pin is one tool's recorded definition.
+type Pin struct {
+	// Hash is Definition.Hash of the pinned definition.
+	Hash string `json:"hash"`
+	// PinnedAt is when the definition was pinned.
+	PinnedAt time.Time `json:"pinned_at"`
+	// Approved is set when a person approved the definition ("toolbridge
+	// trust approve"), rather than it being pinned on first use. Only an
+	// approved pin releases a suspicious tool under block_suspicious.
+	Approved bool `json:"approved,omitempty"`
+	// Definition is the pinned definition, kept for diffs.
+	Definition Definition `json:"definition"`
+}
+
+// NewPin pins d at now.
+func NewPin(d Definition, now time.Time, approved bool) Pin {
+	return Pin{Hash: d.Hash(), PinnedAt: now.UTC().Truncate(time.Second), Approved: approved, Definition: d}
+}
+
+// ServerPins is one server's state file.
+type ServerPins struct {
+	// Version is the file format, FormatVersion.
+	Version int `json:"version"`
+	// Tools are the pins by tool name.
+	Tools map[string]Pin `json:"tools"`
+}
+
+// FormatVersion is the pin file format this package writes.
+const FormatVersion = 1
+
+// State is where a tool stands against its pin.
+type State string
+
+// The states.
+const (
+	// StatePinned: the definition matches its pin.
+	StatePinned State = "pinned"
+	// StateNew: the tool has no pin yet.
+	StateNew State = "new"
+	// StateChanged: the definition differs from its pin.
+	StateChanged State = "changed"
+	// StateUnchecked: trust mode off; nothing is compared.
+	StateUnchecked State = "unchecked"
+)
+
+// Verdict is one tool's standing.
+type Verdict struct {
+	// Server and Name identify the tool.
+	Server, Name string
+	// State compares the definition with its pin.
+	State State
+	// Held tools are quarantined: not listed, not searchable, not
+	// callable. Only mode pin holds anything.
+	Held bool
+	// Reason says why the tool is held or, in mode warn, why it would be;
+	// "" when nothing is wrong.
+	Reason string
+	// FirstUse is set when this review pinned the tool on first sight.
+	FirstUse bool
+	// Changed names the fields that differ from the pin.
+	Changed []string
+	// Flags are the suspicious-description findings.
+	Flags []Flag
+	// Pin is the recorded pin, when there is one.
+	Pin *Pin
+	// Definition is the tool as the server offers it now, and Hash its hash.
+	Definition Definition
+	Hash       string
+}
+
+// Review is the outcome of comparing one server's tools with its pins.
+type Review struct {
+	Server string
+	// Verdicts has one entry per offered tool, in the order given.
+	Verdicts []Verdict
+	// NewPins are the pins first use adds; the caller stores them.
+	NewPins map[string]Pin
+	// Gone are pinned tools the server no longer offers (sorted). Their
+	// pins stay: a tool that comes back changed is still caught.
+	Gone []string
+}
+
+// Evaluate compares a server's offered tools with its pins under policy p.
+// pins is nil when the server has no pin file yet (a new server). It does
+// no I/O: the caller stores r.NewPins. approveCmd renders the command that
+// approves a tool, given its name; it is named in each reason.
+func Evaluate(p config.Trust, server string, pins *ServerPins, defs []Definition, now time.Time, approveCmd func(tool string) string) Review {
+	r := Review{Server: server, NewPins: map[string]Pin{}}
+	offered := map[string]bool{}
+	for _, d := range defs {
+		offered[d.Name] = true
+		v := Verdict{Server: server, Name: d.Name, Definition: d, Hash: d.Hash(), Flags: Check(d)}
+		var reasons []string
+		if p.Mode == config.TrustOff {
+			v.State = StateUnchecked
+			r.Verdicts = append(r.Verdicts, v)
+			continue
+		}
+		var pin *Pin
+		if pins != nil {
+			if old, ok := pins.Tools[d.Name]; ok {
+				pin = &old
+			}
+		}
+		v.Pin = pin
+		switch {
+		case pin == nil:
+			v.State = StateNew
+		case pin.Hash == v.Hash:
+			v.State = StatePinned
+		default:
+			v.State = StateChanged
+			v.Changed = ChangedFields(pin.Definition, d)
+			if len(v.Changed) == 0 {
+				// Same content, different hash: a pin written by another
+				// version's canonical form. Name the hash, not a field.
+				v.Changed = []string{"hash"}
+			}
+			reasons = append(reasons, fmt.Sprintf("its %s changed since it was pinned on %s", andList(v.Changed), pin.PinnedAt.UTC().Format(time.DateOnly)))
+		}
+		if v.State == StateNew && pins == nil && p.NewServers == config.NewServersQuarantine {
+			reasons = append(reasons, fmt.Sprintf("server %q is new and trust.new_servers is quarantine", server))
+		}
+		approved := pin != nil && pin.Approved && v.State == StatePinned
+		if p.BlockSuspicious && len(v.Flags) > 0 && !approved {
+			reasons = append(reasons, "its "+v.Flags[0].String()+suspiciousMore(len(v.Flags)-1))
+		}
+		if v.State == StateNew && len(reasons) == 0 {
+			np := NewPin(d, now, false)
+			r.NewPins[d.Name] = np
+			v.Pin, v.FirstUse, v.State = &np, true, StatePinned
+		}
+		if len(reasons) > 0 {
+			v.Held = p.Mode == config.TrustPin
+			v.Reason = strings.Join(reasons, "; ")
+			if approveCmd != nil {
+				v.Reason += "; approve it with: " + approveCmd(d.Name)
+			}
+		}
+		r.Verdicts = append(r.Verdicts, v)
+	}
+	if pins != nil {
+		for name := range pins.Tools {
+			if !offered[name] {
+				r.Gone = append(r.Gone, name)
+			}
+		}
+		slices.Sort(r.Gone)
+	}
+	return r
+}
+
+func suspiciousMore(n int) string {
+	switch n {
+	case 0:
+		return ""
+	case 1:
+		return " (and 1 more flag)"
+	}
+	return fmt.Sprintf(" (and %d more flags)", n)
+}
+
+// andList joins words as "a, b and c".
+func andList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
+}

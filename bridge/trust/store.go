@@ -1,0 +1,176 @@
+package trust
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/toolbridge/toolbridge/config"
+	"github.com/toolbridge/toolbridge/config/statefile"
+)
+
+// pinsDir is the state directory's subdirectory of pin files, one per
+// server: pins/<server>.json. Server names are ^[a-zA-Z0-9_-]{1,64}$, so a
+// name is always a safe file name.
+const pinsDir = "pins"
+
+// Store keeps the pins in a state directory. Every write is atomic; a
+// corrupt pin file is a *statefile.CorruptError and is never overwritten.
+type Store struct {
+	dir statefile.Dir
+}
+
+// NewStore returns the pin store in dir.
+func NewStore(dir statefile.Dir) *Store { return &Store{dir: dir} }
+
+func fileName(server string) (string, error) {
+	if server == "" || strings.ContainsAny(server, "/\\.\x00") {
+		return "", fmt.Errorf("invalid server name %q for a pin file", server)
+	}
+	return pinsDir + "/" + server + ".json", nil
+}
+
+// Load returns the server's pins, or nil when it has none yet.
+func (s *Store) Load(server string) (*ServerPins, error) {
+	name, err := fileName(server)
+	if err != nil {
+		return nil, err
+	}
+	var p ServerPins
+	found, err := s.dir.ReadJSON(name, &p)
+	if err != nil {
+		return nil, fmt.Errorf("loading pins of server %q: %w", server, err)
+	}
+	if !found {
+		return nil, nil
+	}
+	if p.Version != FormatVersion {
+		path, _ := s.dir.Path(name)
+		return nil, fmt.Errorf("loading pins of server %q: %w", server,
+			&statefile.CorruptError{Path: path, Err: fmt.Errorf("format version %d, want %d", p.Version, FormatVersion)})
+	}
+	if p.Tools == nil {
+		p.Tools = map[string]Pin{}
+	}
+	return &p, nil
+}
+
+// update changes a server's pins in place: fn gets the current pins
+// (empty when none) and its changes are written atomically. A file left
+// with no pins is removed.
+func (s *Store) update(server string, fn func(*ServerPins) error) error {
+	name, err := fileName(server)
+	if err != nil {
+		return err
+	}
+	p, err := s.Load(server)
+	if err != nil {
+		return err
+	}
+	if p == nil {
+		p = &ServerPins{Tools: map[string]Pin{}}
+	}
+	if err := fn(p); err != nil {
+		return err
+	}
+	if len(p.Tools) == 0 {
+		if err := s.dir.Remove(name); err != nil {
+			return fmt.Errorf("removing pins of server %q: %w", server, err)
+		}
+		return nil
+	}
+	p.Version = FormatVersion
+	if err := s.dir.WriteJSON(name, p); err != nil {
+		return fmt.Errorf("saving pins of server %q: %w", server, err)
+	}
+	return nil
+}
+
+// Add records pins, keeping any pin the file already holds for the same
+// tool: two gateways reviewing at once must not replace each other's
+// first-use pin, and an approval written meanwhile must stand.
+func (s *Store) Add(server string, pins map[string]Pin) error {
+	if len(pins) == 0 {
+		return nil
+	}
+	return s.update(server, func(p *ServerPins) error {
+		for name, pin := range pins {
+			if _, ok := p.Tools[name]; !ok {
+				p.Tools[name] = pin
+			}
+		}
+		return nil
+	})
+}
+
+// Approve pins the given definitions as approved by a person, replacing
+// their pins.
+func (s *Store) Approve(server string, defs []Definition, now time.Time) error {
+	if len(defs) == 0 {
+		return nil
+	}
+	return s.update(server, func(p *ServerPins) error {
+		for _, d := range defs {
+			p.Tools[d.Name] = NewPin(d, now, true)
+		}
+		return nil
+	})
+}
+
+// Forget removes the named pins of a server, or all of them when names is
+// empty. It returns the names it removed, sorted.
+func (s *Store) Forget(server string, names ...string) ([]string, error) {
+	var removed []string
+	err := s.update(server, func(p *ServerPins) error {
+		if len(names) == 0 {
+			removed = slices.Sorted(maps.Keys(p.Tools))
+			clear(p.Tools)
+			return nil
+		}
+		for _, n := range names {
+			if _, ok := p.Tools[n]; ok {
+				delete(p.Tools, n)
+				removed = append(removed, n)
+			}
+		}
+		slices.Sort(removed)
+		return nil
+	})
+	return removed, err
+}
+
+// Servers returns the servers that have pins, sorted.
+func (s *Store) Servers() ([]string, error) {
+	files, err := s.dir.List(pinsDir)
+	if err != nil {
+		return nil, fmt.Errorf("listing pinned servers: %w", err)
+	}
+	var out []string
+	for _, f := range files {
+		if name, ok := strings.CutSuffix(f, ".json"); ok {
+			out = append(out, name)
+		}
+	}
+	return out, nil
+}
+
+// Review loads a server's pins, evaluates its offered tools against them
+// (see Evaluate) and stores the pins first use adds. In mode off it reads
+// and writes nothing. On an error no pin is written and the review is
+// empty; a corrupt pin file is such an error and is left as it is.
+func (s *Store) Review(p config.Trust, server string, defs []Definition, now time.Time, approveCmd func(tool string) string) (Review, error) {
+	if p.Mode == config.TrustOff {
+		return Evaluate(p, server, nil, defs, now, approveCmd), nil
+	}
+	pins, err := s.Load(server)
+	if err != nil {
+		return Review{Server: server}, err
+	}
+	r := Evaluate(p, server, pins, defs, now, approveCmd)
+	if err := s.Add(server, r.NewPins); err != nil {
+		return Review{Server: server}, err
+	}
+	return r, nil
+}

@@ -1,0 +1,199 @@
+package trust
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/runenames"
+)
+
+// Flag says why a tool's text looks like an instruction to the model
+// rather than a description for it.
+type Flag struct {
+	// Rule is the rule's name, one of the Rule* constants.
+	Rule string `json:"rule"`
+	// Where is the field the text sits in: "description", "title",
+	// "annotations.title" or a path into a schema such as
+	// "inputSchema.properties.path.description".
+	Where string `json:"where"`
+	// Why explains the flag with the text that raised it.
+	Why string `json:"why"`
+}
+
+// String renders the flag on one line.
+func (f Flag) String() string { return f.Where + ": " + f.Why }
+
+// The suspicious-description rules. Each catches a pattern seen in
+// published tool-poisoning attacks; none needs a network or a model. The
+// rule set is kept small on purpose: a flag a user learns to ignore
+// protects nobody, and the reference servers' 99 tools raise none.
+const (
+	// RuleHiddenTag: a tag that addresses the model, such as <IMPORTANT>,
+	// <SYSTEM> or <instructions>, the markup of the first published
+	// tool-poisoning attack.
+	RuleHiddenTag = "hidden-tag"
+	// RuleOverride: text that tries to override the model's instructions or
+	// hide the call from the user ("ignore previous instructions", "do not
+	// tell the user").
+	RuleOverride = "override"
+	// RuleSecretFile: a reference to private keys, SSH or cloud credential
+	// files, or a request to read or send keys or passwords.
+	RuleSecretFile = "secret-file"
+	// RuleInvisible: invisible or bidirectional-control Unicode (zero-width
+	// characters, bidi overrides, tag characters), which hides text from a
+	// person reading the description but not from the model.
+	RuleInvisible = "invisible-unicode"
+	// RuleLong: a description longer than LongDescription characters;
+	// instructions are often buried in bulk.
+	RuleLong = "long-description"
+)
+
+// LongDescription is the length, in characters, above which a description
+// is flagged. The longest description among the reference servers is 2,781
+// characters (sequential-thinking).
+const LongDescription = 4000
+
+var (
+	hiddenTag = regexp.MustCompile(`(?i)<\s*/?\s*(important|system|system[-_ ]?prompt|instructions?|admin|secret|hidden|assistant|note[-_ ]to[-_ ](?:the[-_ ])?(?:ai|model|assistant|llm))\s*>` +
+		`|\[/?\s*(?:INST|SYSTEM)\s*\]|<\|im_start\|>`)
+	override = regexp.MustCompile(`(?i)\b(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+|the\s+|your\s+)*(?:previous|prior|above|earlier|preceding|other|system)\s+(?:instructions?|prompts?|rules|directions)` +
+		`|\b(?:do\s+not|don'?t|never)\s+(?:tell|inform|mention|reveal|show|notify)\s+(?:this\s+|it\s+|anything\s+)?(?:to\s+)?(?:the\s+)?user` +
+		`|\bwithout\s+(?:telling|informing|notifying|asking)\s+the\s+user` +
+		`|\b(?:the\s+)?user\s+(?:must|should)\s+not\s+(?:know|see|be\s+told)`)
+	secretFile = regexp.MustCompile(`(?i)~/\.ssh\b|\.ssh/|\bid_(?:rsa|dsa|ecdsa|ed25519)\b|\.aws/credentials|\.netrc\b|\.npmrc\b|\.pgpass\b|\.git-credentials|\.docker/config\.json|\.kube/config|/etc/shadow\b|\.gnupg\b` +
+		`|\b(?:read|cat|open|send|upload|exfiltrate|leak|forward)\b(?:[^.\n]|\.\S){0,40}?\b(?:private\s+keys?|ssh\s+keys?|credentials?\s+files?|mcp\.json|claude_desktop_config\.json)` +
+		`|\b(?:send|upload|exfiltrate|leak|forward|post)\b(?:[^.\n]|\.\S){0,40}?\b(?:api\s+keys?|secret\s+keys?|passwords?|access\s+tokens?|credentials)\b`)
+)
+
+// Check runs the rules over every text of d the model reads: title,
+// description, annotation title and each string and key of the schemas.
+// Flags come in field order, at most one per rule and field.
+func Check(d Definition) []Flag {
+	var flags []Flag
+	add := func(where, text string, long bool) {
+		flags = append(flags, checkText(where, text, long)...)
+	}
+	add(FieldTitle, d.Title, false)
+	add(FieldDescription, d.Description, true)
+	add("annotations.title", d.Annotations.Title, false)
+	for _, f := range []struct {
+		name string
+		raw  json.RawMessage
+	}{{FieldInputSchema, d.InputSchema}, {FieldOutputSchema, d.OutputSchema}} {
+		if len(f.raw) == 0 {
+			continue
+		}
+		dec := json.NewDecoder(bytes.NewReader(f.raw))
+		dec.UseNumber()
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			// Unparsable schema: scan it as text so nothing escapes.
+			add(f.name, string(f.raw), false)
+			continue
+		}
+		walkStrings(f.name, v, add)
+	}
+	return flags
+}
+
+// walkStrings calls fn for each string and object key under v, with its
+// path, in a stable order.
+func walkStrings(path string, v any, fn func(where, text string, long bool)) {
+	switch x := v.(type) {
+	case string:
+		fn(path, x, false)
+	case []any:
+		for i, e := range x {
+			walkStrings(path+"["+strconv.Itoa(i)+"]", e, fn)
+		}
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			p := path + "." + k
+			fn(p, k, false)
+			walkStrings(p, x[k], fn)
+		}
+	}
+}
+
+// checkText applies each rule to one text.
+func checkText(where, s string, long bool) []Flag {
+	if s == "" {
+		return nil
+	}
+	var out []Flag
+	if m := hiddenTag.FindString(s); m != "" {
+		out = append(out, Flag{RuleHiddenTag, where, fmt.Sprintf("contains the tag %s, which addresses the model rather than describing the tool", quote(m))})
+	}
+	if m := override.FindString(s); m != "" {
+		out = append(out, Flag{RuleOverride, where, fmt.Sprintf("says %s, which tries to override the model's instructions or hide the call from the user", quote(m))})
+	}
+	if m := secretFile.FindString(s); m != "" {
+		out = append(out, Flag{RuleSecretFile, where, fmt.Sprintf("mentions %s: a tool description has no reason to ask for keys or credential files", quote(m))})
+	}
+	if why := invisible(s); why != "" {
+		out = append(out, Flag{RuleInvisible, where, why})
+	}
+	if n := utf8.RuneCountInString(s); long && n > LongDescription {
+		out = append(out, Flag{RuleLong, where, fmt.Sprintf("is %d characters long (over %d), room to bury instructions", n, LongDescription)})
+	}
+	return out
+}
+
+// invisible describes the invisible or bidi characters in s, or "".
+func invisible(s string) string {
+	var found []string
+	count := 0
+	for i, r := range s {
+		if !isInvisible(r) {
+			continue
+		}
+		count++
+		if len(found) < 3 {
+			name := runenames.Name(r)
+			if name == "" {
+				name = "unnamed"
+			}
+			found = append(found, fmt.Sprintf("U+%04X %s at byte %d", r, name, i))
+		}
+	}
+	if count == 0 {
+		return ""
+	}
+	more := ""
+	if count > len(found) {
+		more = fmt.Sprintf(" and %d more", count-len(found))
+	}
+	return fmt.Sprintf("contains invisible or bidi-control characters (%s%s) that hide text from a person but not from the model", strings.Join(found, ", "), more)
+}
+
+// isInvisible reports format characters (Unicode category Cf: zero-width
+// spaces and joiners, bidi embeddings, overrides and isolates, the BOM,
+// tag characters) and the bidi marks. Soft hyphen is the one Cf character
+// left out: word processors insert it and it hides nothing.
+func isInvisible(r rune) bool {
+	if r == '\u00AD' {
+		return false
+	}
+	return unicode.Is(unicode.Cf, r) || (r >= 0xE0000 && r <= 0xE007F)
+}
+
+// quote shows matched text, shortened, with control characters escaped.
+func quote(s string) string {
+	if utf8.RuneCountInString(s) > 60 {
+		r := []rune(s)
+		s = string(r[:60]) + "…"
+	}
+	return strconv.Quote(s)
+}
