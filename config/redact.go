@@ -3,8 +3,10 @@ package config
 import (
 	"maps"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
+	"unicode"
 )
 
 // Mask replaces a secret in Redacted's copy. It keeps nothing of the secret,
@@ -72,6 +74,11 @@ func (c *Config) clone() *Config {
 // secretWords mark a parameter, variable or flag name as holding a secret.
 var secretWords = []string{"token", "key", "secret", "password", "passwd", "pwd", "auth", "credential", "signature", "cookie", "session"}
 
+// secretParts are the short names that mark a secret only when they stand
+// alone or between separators ("sig", "x-amz-sig"): as substrings they
+// would match ordinary words ("signal", "compass").
+var secretParts = []string{"sig", "pass", "pw", "jwt"}
+
 // secretName reports whether a name looks like it holds a secret.
 func secretName(name string) bool {
 	name = strings.ToLower(name)
@@ -80,7 +87,32 @@ func secretName(name string) bool {
 			return true
 		}
 	}
+	for _, part := range strings.FieldsFunc(name, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		if slices.Contains(secretParts, part) {
+			return true
+		}
+	}
 	return false
+}
+
+// RedactURL returns raw with its credentials masked: the userinfo
+// (user:password@) and the values of query and fragment parameters whose
+// names look secret (key, api_key, apikey, token, access_token, auth, sig,
+// signature, secret, password..., in any case). A URL that does not parse
+// is masked whole. Every place that shows an upstream's URL (logs,
+// /readyz, errors, spans, the audit log, config check) shows this.
+func RedactURL(raw string) string { return redactURL(raw) }
+
+// urlInText finds URLs in free text, such as a transport error that quotes
+// the URL it failed on ("Post \"https://...\": dial tcp ...").
+var urlInText = regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s"'<>\x60]+`)
+
+// RedactURLs masks, with RedactURL, every URL in text.
+func RedactURLs(text string) string {
+	if !strings.Contains(text, "://") {
+		return text
+	}
+	return urlInText.ReplaceAllStringFunc(text, redactURL)
 }
 
 // redactURL masks a URL's userinfo and its secret-looking query and
@@ -179,13 +211,14 @@ func redactArg(a string) string {
 // info and secret-looking query parameters. Errors from transports quote
 // URLs and sometimes echo headers; they must not carry secrets to logs or
 // to the model.
+//
+// Every URL in text is redacted (RedactURLs), whatever server it names and
+// however the transport rewrote it (Go's errors print "user:***@"); the
+// secrets of s's own URL are also masked wherever they appear on their own,
+// so that an echo in another encoding does not carry them out either.
 func (s Server) Scrub(text string) string {
-	if s.URL != "" {
-		if red := redactURL(s.URL); red != s.URL {
-			text = strings.ReplaceAll(text, s.URL, red)
-		}
-	}
-	for _, values := range []map[string]string{s.Env, s.Headers} {
+	text = RedactURLs(text)
+	for _, values := range []map[string]string{s.Env, s.Headers, urlSecrets(s.URL)} {
 		for _, v := range values {
 			// Very short values ("1", "true") are not secrets worth masking,
 			// and masking them would mangle ordinary text.
@@ -195,4 +228,39 @@ func (s Server) Scrub(text string) string {
 		}
 	}
 	return text
+}
+
+// urlSecrets returns the credentials in raw: its userinfo's user and
+// password, and the values of its secret-looking query and fragment
+// parameters, as written and decoded.
+func urlSecrets(raw string) map[string]string {
+	if raw == "" {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil
+	}
+	out := map[string]string{}
+	if u.User != nil {
+		// A user alone is a token (https://TOKEN@host); beside a password
+		// it is a name, which would mangle text wherever it appears.
+		if p, ok := u.User.Password(); ok {
+			out["password"] = p
+		} else {
+			out["user"] = u.User.Username()
+		}
+	}
+	for _, q := range []string{u.RawQuery, u.EscapedFragment()} {
+		for part := range strings.SplitSeq(q, "&") {
+			k, v, ok := strings.Cut(part, "=")
+			if name, err := url.QueryUnescape(k); ok && err == nil && secretName(name) {
+				out["raw "+k] = v
+				if dec, err := url.QueryUnescape(v); err == nil {
+					out["decoded "+k] = dec
+				}
+			}
+		}
+	}
+	return out
 }

@@ -91,7 +91,16 @@ func TestRedactURL(t *testing.T) {
 		{"https://u:p@h.example/x", "https://****@h.example/x"},
 		{"https://tok@h.example/", "https://****@h.example/"},
 		{"https://h.example/?api_key=abc&q=1&Token=x", "https://h.example/?api_key=****&q=1&Token=****"},
-		{"https://h.example/?sig=abc%20d&page=2", "https://h.example/?sig=abc%20d&page=2"},
+		{"https://h.example/?sig=abc%20d&page=2", "https://h.example/?sig=****&page=2"},
+		{"https://h.example/?signal=on&design=x", "https://h.example/?signal=on&design=x"},
+		{"https://h.example/mcp?KEY=a&ApiKey=b&apikey=c&access_token=d&AUTH=e&Signature=f&secret=g&Password=h&x-amz-sig=i&q=keep",
+			"https://h.example/mcp?KEY=****&ApiKey=****&apikey=****&access_token=****&AUTH=****&Signature=****&secret=****&Password=****&x-amz-sig=****&q=keep"},
+		{"http://user:pa55@127.0.0.1:8080/mcp?token=t", "http://****@127.0.0.1:8080/mcp?token=****"},
+		{"http://u:***@127.0.0.1:1/mcp", "http://****@127.0.0.1:1/mcp"},
+		{"https://h.example/mcp?api%5Fkey=x", "https://h.example/mcp?api%5Fkey=****"},
+		{"https://h.example/mcp?token", "https://h.example/mcp?token"},
+		{"https://h.example/mcp?token=", "https://h.example/mcp?token=****"},
+		{"wss://h.example/ws?auth=x", "wss://h.example/ws?auth=****"},
 		{"https://h.example/#access_token=abc&state=s", "https://h.example/#access_token=****&state=s"},
 		{"postgresql://u:pw@localhost:5432/db?sslmode=disable&password=x", "postgresql://****@localhost:5432/db?sslmode=disable&password=****"},
 		{"https://h.example/%zz", Mask},
@@ -189,15 +198,33 @@ func BenchmarkRender(b *testing.B) {
 	}
 }
 
+func TestRedactURLs(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"no url here", "no url here"},
+		{`Post "http://u:***@127.0.0.1:1/mcp?api_key=S1&x=1": dial tcp 127.0.0.1:1: connect: connection refused`,
+			`Post "http://****@127.0.0.1:1/mcp?api_key=****&x=1": dial tcp 127.0.0.1:1: connect: connection refused`},
+		{"two: https://a.example/?token=S1 and https://b.example/?sig=S2.",
+			"two: https://a.example/?token=**** and https://b.example/?sig=****"},
+		{"url=https://a.example/p?key=S1;next", "url=https://a.example/p?key=****"},
+	}
+	for _, tt := range tests {
+		if got := RedactURLs(tt.in); got != tt.want {
+			t.Errorf("RedactURLs(%q)\n got %q\nwant %q", tt.in, got, tt.want)
+		}
+	}
+}
+
 func TestServerScrub(t *testing.T) {
 	s := Server{
 		URL:     "https://mcp.example.com/mcp?api_key=sk-live-12345&x=1",
 		Headers: map[string]string{"Authorization": "Bearer tok-abcdef"},
 		Env:     map[string]string{"TOKEN": "ghp_secretvalue", "DEBUG": "1"},
 	}
-	text := `Post "https://mcp.example.com/mcp?api_key=sk-live-12345&x=1": refused; header Bearer tok-abcdef; env ghp_secretvalue; level 1`
+	text := `Post "https://mcp.example.com/mcp?api_key=sk-live-12345&x=1": refused; header Bearer tok-abcdef; env ghp_secretvalue; level 1;` +
+		` rewritten "https://mcp.example.com/mcp?x=1&api_key=sk-live-12345"; escaped {"u":"mcp?a=1\u0026api_key=sk-live-12345"};` +
+		` other "http://bob:***@other.example/?token=tok-other-999"`
 	got := s.Scrub(text)
-	for _, secret := range []string{"sk-live-12345", "tok-abcdef", "ghp_secretvalue"} {
+	for _, secret := range []string{"sk-live-12345", "tok-abcdef", "ghp_secretvalue", "tok-other-999"} {
 		if strings.Contains(got, secret) {
 			t.Errorf("Scrub left %q in %q", secret, got)
 		}

@@ -45,17 +45,25 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/toolbridge/toolbridge/config"
 )
 
 func main() {
+	stderr := redactingWriter{os.Stderr}
+	// Libraries that log on their own use slog's default logger (mcp-go's
+	// transports log a failed request with its URL): it writes to stderr
+	// through the same masking as everything else.
+	slog.SetDefault(slog.New(slog.NewTextHandler(stderr, nil)))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr}, os.Environ())
+	code := run(ctx, os.Args[1:], stdio{in: os.Stdin, out: os.Stdout, err: stderr}, os.Environ())
 	stop()
 	os.Exit(code)
 }
@@ -73,6 +81,20 @@ type stdio struct {
 type app struct {
 	io      stdio
 	environ []string
+}
+
+// redactingWriter masks the credentials of every URL written through it
+// (config.RedactURLs): whatever reaches stderr, from toolbridge or from a
+// library, never shows an upstream's api_key or user:password. Writers to
+// it write whole lines, so a URL is never split across two writes.
+type redactingWriter struct{ w io.Writer }
+
+func (r redactingWriter) Write(p []byte) (int, error) {
+	masked := config.RedactURLs(string(p))
+	if _, err := io.WriteString(r.w, masked); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // root builds the command tree. Every call builds a fresh one, so flags
