@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func open(t *testing.T) Dir {
@@ -314,4 +315,36 @@ func FuzzReadJSON(f *testing.F) {
 			t.Fatalf("ReadJSON(%q) = %v, want nil or *CorruptError", name, err)
 		}
 	})
+}
+
+func TestLockExcludes(t *testing.T) {
+	d := open(t)
+	unlock, err := d.Lock("tokens/x.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan struct{})
+	go func() {
+		u2, err := d.Lock("tokens/x.json")
+		if err == nil {
+			u2()
+		}
+		close(got)
+	}()
+	// Give the second Lock time to fail to exclude; a slow machine only
+	// makes this check weaker, never wrong.
+	time.Sleep(50 * time.Millisecond)
+	select {
+	case <-got:
+		t.Fatal("a second Lock succeeded while the first was held")
+	default:
+	}
+	unlock()
+	<-got
+	if names, _ := d.List("tokens"); len(names) != 0 {
+		t.Errorf("the lock file is listed: %v", names)
+	}
+	if _, err := d.Lock("../x"); err == nil {
+		t.Error("Lock accepted a name outside the directory")
+	}
 }

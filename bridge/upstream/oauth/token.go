@@ -1,0 +1,188 @@
+package oauth
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+)
+
+// Token endpoint client authentication methods (RFC 7591 §2, RFC 7523).
+const (
+	AuthNone          = "none"
+	AuthSecretBasic   = "client_secret_basic"
+	AuthSecretPost    = "client_secret_post"
+	AuthPrivateKeyJWT = "private_key_jwt"
+)
+
+// Grants.
+const (
+	GrantAuthorizationCode = "authorization_code"
+	GrantClientCredentials = "client_credentials"
+)
+
+// TokenError is an OAuth error answer from a token endpoint (RFC 6749
+// §5.2). It holds the server's code and description, never what was sent.
+type TokenError struct {
+	Status      int
+	Code        string
+	Description string
+}
+
+func (e *TokenError) Error() string {
+	s := "the authorization server refused: " + e.Code
+	if e.Code == "" {
+		s = fmt.Sprintf("the authorization server answered status %d", e.Status)
+	}
+	if e.Description != "" {
+		s += " (" + oneLine(e.Description, 200) + ")"
+	}
+	return s
+}
+
+// oneLine cuts s to one line of at most n bytes, for messages built from
+// what a server said.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		s = s[:n] + "..."
+	}
+	return s
+}
+
+// clientAuth is how the client authenticates at the token endpoint.
+type clientAuth struct {
+	id, secret string
+	method     string
+	// key signs private_key_jwt assertions; audience is the issuer.
+	key      *signer
+	audience string
+}
+
+// apply adds the client's credentials to a token or revocation request.
+func (a clientAuth) apply(req *http.Request, form url.Values) error {
+	switch a.method {
+	case AuthSecretBasic:
+		// RFC 6749 §2.3.1: both parts are form-encoded first.
+		req.SetBasicAuth(url.QueryEscape(a.id), url.QueryEscape(a.secret))
+	case AuthSecretPost:
+		form.Set("client_id", a.id)
+		form.Set("client_secret", a.secret)
+	case AuthPrivateKeyJWT:
+		if a.key == nil {
+			return errors.New("private_key_jwt needs a private key")
+		}
+		assertion, err := a.key.assertion(a.id, a.audience, time.Now())
+		if err != nil {
+			return err
+		}
+		form.Set("client_id", a.id)
+		form.Set("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer")
+		form.Set("client_assertion", assertion)
+	default: // none
+		form.Set("client_id", a.id)
+	}
+	return nil
+}
+
+// pickAuthMethod chooses the token endpoint authentication: the one
+// configured or registered, else the first the server supports of those
+// the client can do with what it has. A server that lists none is sent
+// the secret in the body (RFC 6749 leaves the default to the server; the
+// MCP reference clients do this).
+func pickAuthMethod(preferred, secret string, supported []string) string {
+	if preferred != "" {
+		return preferred
+	}
+	if secret == "" {
+		return AuthNone
+	}
+	for _, m := range supported {
+		if m == AuthSecretBasic || m == AuthSecretPost {
+			return m
+		}
+	}
+	if len(supported) > 0 && slices.Contains(supported, AuthNone) {
+		return AuthNone
+	}
+	return AuthSecretPost
+}
+
+// requestToken posts form to the token endpoint and decodes the token.
+func requestToken(ctx context.Context, hc *http.Client, endpoint string, form url.Values, auth clientAuth) (*transport.Token, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, nil)
+	if err != nil {
+		return nil, fmt.Errorf("requesting a token: %w", err)
+	}
+	if err := auth.apply(req, form); err != nil {
+		return nil, fmt.Errorf("requesting a token: %w", err)
+	}
+	body := form.Encode()
+	req.Body = io.NopCloser(strings.NewReader(body))
+	req.ContentLength = int64(len(body))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("requesting a token from %s: %w", endpoint, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxDocBytes))
+	if err != nil {
+		return nil, fmt.Errorf("reading the token answer of %s: %w", endpoint, err)
+	}
+	var oe struct {
+		Error       string `json:"error"`
+		Description string `json:"error_description"`
+	}
+	_ = json.Unmarshal(b, &oe)
+	// Some servers (GitHub) answer errors with status 200.
+	if resp.StatusCode < 200 || resp.StatusCode >= 300 || oe.Error != "" {
+		return nil, &TokenError{Status: resp.StatusCode, Code: oe.Error, Description: oe.Description}
+	}
+	var tok transport.Token
+	if err := json.Unmarshal(b, &tok); err != nil {
+		return nil, fmt.Errorf("decoding the token answer of %s: %w", endpoint, err)
+	}
+	if tok.AccessToken == "" {
+		return nil, fmt.Errorf("the token answer of %s has no access_token", endpoint)
+	}
+	if tok.ExpiresIn > 0 {
+		tok.ExpiresAt = time.Now().Add(time.Duration(tok.ExpiresIn) * time.Second)
+	}
+	return &tok, nil
+}
+
+// revoke asks the revocation endpoint (RFC 7009) to revoke token.
+func revoke(ctx context.Context, hc *http.Client, endpoint, token, hint string, auth clientAuth) error {
+	form := url.Values{"token": {token}, "token_type_hint": {hint}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, nil)
+	if err != nil {
+		return fmt.Errorf("revoking: %w", err)
+	}
+	if err := auth.apply(req, form); err != nil {
+		return fmt.Errorf("revoking: %w", err)
+	}
+	body := form.Encode()
+	req.Body = io.NopCloser(strings.NewReader(body))
+	req.ContentLength = int64(len(body))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("revoking at %s: %w", endpoint, err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxDocBytes))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("revoking at %s: status %d", endpoint, resp.StatusCode)
+	}
+	return nil
+}
