@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -45,16 +46,8 @@ func (g *Gateway) metaTools(cat *Catalog, live *settings, deferred []*Tool) []se
 			`"query":{"type":"string","description":"What you want to do, in a few keywords, e.g. \"create github issue\". Empty lists the catalog by server."},`+
 			`"limit":{"type":"integer","minimum":1,"maximum":%d,"description":"How many tools to return (default %d)."}},`+
 			`"required":["query"]}`, maxLimit, live.cfg.Search.DefaultLimit)),
-		RawOutputSchema: json.RawMessage(`{"type":"object","properties":{` +
-			`"tools":{"type":"array","items":{"type":"object","properties":{` +
-			`"id":{"type":"string"},"server":{"type":"string"},"name":{"type":"string"},"description":{"type":"string"},` +
-			`"parameters":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"type":{"type":"string"},"required":{"type":"boolean"}},"required":["name","type","required"]}},` +
-			`"score":{"type":"number"}},"required":["id","server","name","description","parameters","score"]}},` +
-			`"total_deferred":{"type":"integer"},` +
-			`"did_you_mean":{"type":"array","items":{"type":"string"}},` +
-			`"catalog":{"type":"array","items":{"type":"object","properties":{"server":{"type":"string"},"tools":{"type":"array","items":{"type":"string"}},"total":{"type":"integer"}}}}},` +
-			`"required":["tools","total_deferred"]}`),
-		Annotations: mcp.ToolAnnotation{Title: "Search tools", ReadOnlyHint: mcp.ToBoolPtr(true), OpenWorldHint: mcp.ToBoolPtr(false)},
+		RawOutputSchema: json.RawMessage(searchOutputSchema),
+		Annotations:     mcp.ToolAnnotation{Title: "Search tools", ReadOnlyHint: mcp.ToBoolPtr(true), OpenWorldHint: mcp.ToBoolPtr(false)},
 	}
 	describe := mcp.Tool{
 		Name: toolid.MetaDescribe,
@@ -66,6 +59,13 @@ func (g *Gateway) metaTools(cat *Catalog, live *settings, deferred []*Tool) []se
 			`"format":{"type":"string","enum":["mcp","openai"],"description":"mcp (default) or openai function-calling form."}}}`),
 		Annotations: mcp.ToolAnnotation{Title: "Describe tools", ReadOnlyHint: mcp.ToBoolPtr(true), OpenWorldHint: mcp.ToBoolPtr(false)},
 	}
+	// tool_describe and tool_call declare no output schema. tool_call's
+	// result is the real tool's own, and no one schema matches every
+	// tool's structuredContent: a declared one would make strict clients
+	// (the TypeScript SDK validates every structuredContent against it)
+	// reject valid answers. tool_describe's answer is upstream definitions
+	// in two formats; a schema of them would cost every tools/list 64
+	// tokens (5% of the bridge's footprint) and tell a model nothing.
 	call := mcp.Tool{
 		Name: toolid.MetaCall,
 		Description: "Run a tool found with tool_search: pass its id as tool_name and its arguments as the object tool_args. " +
@@ -82,6 +82,21 @@ func (g *Gateway) metaTools(cat *Catalog, live *settings, deferred []*Tool) []se
 		{Tool: call, Handler: g.handleCall},
 	}
 }
+
+// searchOutputSchema is tool_search's output schema. Every
+// structuredContent tool_search returns must validate against it (JSON
+// Schema 2020-12, as strict clients check; TestMetaAnswersMatchOutputSchemas
+// holds it to that for every tool shape), so it promises only what every
+// answer has.
+const searchOutputSchema = `{"type":"object","properties":{` +
+	`"tools":{"type":"array","items":{"type":"object","properties":{` +
+	`"id":{"type":"string"},"server":{"type":"string"},"name":{"type":"string"},"description":{"type":"string"},` +
+	`"parameters":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"type":{"type":"string"},"required":{"type":"boolean"}},"required":["name","type","required"]}},` +
+	`"score":{"type":"number"}},"required":["id","server","name","description","parameters","score"]}},` +
+	`"total_deferred":{"type":"integer"},` +
+	`"did_you_mean":{"type":"array","items":{"type":"string"}},` +
+	`"catalog":{"type":"array","items":{"type":"object","properties":{"server":{"type":"string"},"tools":{"type":"array","items":{"type":"string"}},"total":{"type":"integer"}}}}},` +
+	`"required":["tools","total_deferred"]}`
 
 // argsObject decodes a meta-tool's arguments into their members.
 func argsObject(req mcp.CallToolRequest) (map[string]json.RawMessage, error) {
@@ -366,25 +381,42 @@ func (g *Gateway) handleDescribe(ctx context.Context, req mcp.CallToolRequest) (
 	if len(described) == 0 {
 		return toolError("%s", strings.Join(problems, "\n")), nil
 	}
-	list, _ := json.MarshalIndent(described, "", "  ")
-	text := string(list)
+	// Compact, not indented: the text goes into the model's context, where
+	// indentation costs tokens and says nothing (convert_units: 1,385
+	// characters against 2,529).
+	text := string(compactJSON(described))
+	structured := describeResult{Tools: described}
 	if len(problems) > 0 {
 		text += "\n\nNot found:\n" + strings.Join(problems, "\n")
+		structured.NotFound = problems
 	}
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{mcp.NewTextContent(text)},
-		StructuredContent: map[string]any{"tools": described},
+		StructuredContent: structured,
 	}, nil
+}
+
+// describeResult is tool_describe's structured result.
+type describeResult struct {
+	Tools    []json.RawMessage `json:"tools"`
+	NotFound []string          `json:"not_found,omitempty"`
+}
+
+// compactJSON encodes v on one line, leaving <, > and & as they are: the
+// descriptions and schemas are shown to a model, not embedded in HTML.
+func compactJSON(v any) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+	return bytes.TrimSpace(buf.Bytes())
 }
 
 // describeTool renders a tool's full definition with the schemas exactly
 // as the upstream sent them, plus the id to call it by.
 func describeTool(t *Tool, format string) json.RawMessage {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
 	if format == "openai" {
-		_ = enc.Encode(map[string]any{
+		return compactJSON(map[string]any{
 			"type": "function",
 			"function": map[string]any{
 				"name":        t.Exposed,
@@ -393,7 +425,6 @@ func describeTool(t *Tool, format string) json.RawMessage {
 			},
 			"id": t.ID,
 		})
-		return bytes.TrimSpace(buf.Bytes())
 	}
 	// A struct, not a map: the id comes first, then the fields in the order
 	// MCP defines them, which reads better than sorted keys.
@@ -413,8 +444,7 @@ func describeTool(t *Tool, format string) json.RawMessage {
 	if ann, err := json.Marshal(t.Tool.Annotations); err == nil && string(ann) != "{}" {
 		out.Annotations = ann
 	}
-	_ = enc.Encode(out)
-	return bytes.TrimSpace(buf.Bytes())
+	return compactJSON(out)
 }
 
 // resolve finds the tool a model meant: canonical id, exposed name, then
@@ -565,4 +595,11 @@ func clip(s string, max int) string {
 // oneLine folds white space, so a description fits one line.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-func roundScore(f float64) float64 { return float64(int(f*1000+0.5)) / 1000 }
+// roundScore keeps three decimals. A score that is not a finite number
+// would make the whole answer fail to encode, so it becomes 0.
+func roundScore(f float64) float64 {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0
+	}
+	return math.Round(f*1000) / 1000
+}

@@ -182,7 +182,7 @@ func TestToolDescribe(t *testing.T) {
 	}
 
 	res, text = callText(t, c, toolid.MetaDescribe, map[string]any{"tool_names": []string{"issues::create_issue", "nope_tool"}, "format": "openai"})
-	if res.IsError || !strings.Contains(text, `"type": "function"`) || !strings.Contains(text, "Not found") {
+	if res.IsError || !strings.Contains(text, `"type":"function"`) || !strings.Contains(text, "Not found") {
 		t.Fatalf("openai form with one unknown name: %s", text)
 	}
 	for _, bad := range []map[string]any{

@@ -20,20 +20,23 @@ const maxEnumInline = 8
 
 // summarizeParams lists a schema's top-level properties in the schema's
 // own order (the order the tool's author chose), with their types; enums
-// are written inline (`enum["a","b"]`), arrays as `array<item>`.
+// are written inline (`enum["a","b"]`), arrays as `array<item>`. A tool
+// without parameters gets an empty list, never nil: tool_search's output
+// schema says parameters is an array, and strict clients (the TypeScript
+// SDK) reject a result whose parameters is null.
 func summarizeParams(schema json.RawMessage) []ParamSummary {
 	var s struct {
 		Properties json.RawMessage `json:"properties"`
 		Required   []string        `json:"required"`
 	}
+	out := []ParamSummary{}
 	if json.Unmarshal(schema, &s) != nil || len(s.Properties) == 0 {
-		return nil
+		return out
 	}
 	required := map[string]bool{}
 	for _, r := range s.Required {
 		required[r] = true
 	}
-	var out []ParamSummary
 	for _, kv := range orderedObject(s.Properties) {
 		out = append(out, ParamSummary{Name: kv.key, Type: typeOf(kv.value), Required: required[kv.key]})
 	}

@@ -25,7 +25,15 @@ type referenceServer struct {
 // referenceServers reads the 13 servers of testdata/reference-servers.
 func referenceServers(tb testing.TB) []referenceServer {
 	tb.Helper()
-	raw, err := os.ReadFile("testdata/reference-servers/catalog.json")
+	return catalogServers(tb, "testdata/reference-servers/catalog.json")
+}
+
+// catalogServers reads a catalog file of the shared format,
+// {"servers":[{"name","tools":[MCP tool]}]}, decoding each tool as the
+// gateway does.
+func catalogServers(tb testing.TB, path string) []referenceServer {
+	tb.Helper()
+	raw, err := os.ReadFile(path)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -2,11 +2,13 @@ package bridge
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 	"sync"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
@@ -114,4 +116,61 @@ func collectViolations(e *jsonschema.ValidationError, out *[]string) {
 		where = "at /" + strings.Join(e.InstanceLocation, "/")
 	}
 	*out = append(*out, where+": "+e.ErrorKind.LocalizedString(printer))
+}
+
+// ResultChecker checks tool results the way strict clients do (the
+// official TypeScript SDK, MCP Inspector): a tool that declares an output
+// schema must answer with structuredContent unless the answer is an
+// error, and structuredContent, when present, must validate against the
+// schema (JSON Schema 2020-12). It caches compiled schemas; it is safe
+// for concurrent use.
+type ResultChecker struct{ v *validators }
+
+// NewResultChecker returns an empty checker.
+func NewResultChecker() *ResultChecker { return &ResultChecker{v: newValidators()} }
+
+// Check returns why a strict client would reject res as tool's answer,
+// one line each; nil when it would accept it. A declared output schema
+// that does not compile is a reason too: the client cannot check anything
+// against it.
+func (c *ResultChecker) Check(tool mcp.Tool, res *mcp.CallToolResult) []string {
+	schema := outputSchemaOf(tool)
+	if schema == nil {
+		return nil
+	}
+	if res.StructuredContent == nil {
+		if res.IsError {
+			return nil
+		}
+		return []string{fmt.Sprintf("%s declares an output schema but returned no structuredContent", tool.Name)}
+	}
+	doc, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		return []string{fmt.Sprintf("encoding %s's structuredContent: %v", tool.Name, err)}
+	}
+	if compiled := c.v.get(schema); compiled.err != nil {
+		return []string{fmt.Sprintf("compiling %s's output schema: %v", tool.Name, compiled.err)}
+	}
+	problems := c.v.validate(schema, doc)
+	for i, p := range problems {
+		problems[i] = "structuredContent " + p
+	}
+	return problems
+}
+
+// outputSchemaOf returns a tool's declared output schema as JSON, nil when
+// it declares none: the raw bytes a gateway keeps, or the typed form a
+// client decoded.
+func outputSchemaOf(tool mcp.Tool) []byte {
+	if len(tool.RawOutputSchema) > 0 {
+		return tool.RawOutputSchema
+	}
+	if tool.OutputSchema.Type == "" {
+		return nil
+	}
+	b, err := json.Marshal(tool.OutputSchema)
+	if err != nil {
+		return nil
+	}
+	return b
 }

@@ -28,6 +28,7 @@ type scriptStep struct {
 // does in bridge mode, including the mistakes models make.
 var demoScript = []scriptStep{
 	{"Find a tool by what it does", "tool_search", `{"query":"convert temperature units"}`, "math::convert_units", false},
+	{"A tool without parameters is found too", "tool_search", `{"query":"list tags"}`, "params: none", false},
 	{"Read its full schema", "tool_describe", `{"tool_name":"math::convert_units"}`, `"inputSchema"`, false},
 	{"Call it through tool_call", "tool_call", `{"tool_name":"math::convert_units","tool_args":{"value":100,"from":"celsius","to":"fahrenheit"}}`, "212", false},
 	{"A wrong unit: the model gets the schema violation, not a crash", "tool_call", `{"tool_name":"math::convert_units","tool_args":{"value":100,"from":"celsius","to":"parsecs"}}`, "at /to", true},
@@ -39,7 +40,10 @@ var demoScript = []scriptStep{
 
 // runScript plays demoScript against the demo servers through an
 // in-process MCP client and prints each step. It fails if a step's result
-// is not what the demo servers compute.
+// is not what the demo servers compute, or if a strict client (the
+// TypeScript SDK, MCP Inspector) would reject it: an answer of a tool that
+// declares an output schema must carry structuredContent that validates
+// against it.
 func runScript(ctx context.Context, cfg *config.Config, specs []bridge.Spec, io stdio, environ []string) error {
 	fmt.Fprintf(io.out, "== Connecting to %d demo servers\n", len(specs))
 	s, err := openSession(ctx, cfg, specs, io.out, environ)
@@ -55,9 +59,12 @@ func runScript(ctx context.Context, cfg *config.Config, specs []bridge.Spec, io 
 		return fmt.Errorf("listing tools: %w", err)
 	}
 	names := make([]string, 0, len(list.Tools))
+	listed := map[string]mcp.Tool{}
 	for _, t := range list.Tools {
 		names = append(names, t.Name)
+		listed[t.Name] = t
 	}
+	checker := bridge.NewResultChecker()
 	fmt.Fprintf(io.out, "== tools/list: the client sees %d tools (%s), %d tokens instead of %d for all %d tools (%.0f%% less)\n",
 		len(names), strings.Join(names, ", "), report.ClientTokens, report.PassThroughTokens, len(report.Tools),
 		100*float64(report.PassThroughTokens-report.ClientTokens)/float64(max(1, report.PassThroughTokens)))
@@ -81,6 +88,12 @@ func runScript(ctx context.Context, cfg *config.Config, specs []bridge.Spec, io 
 			fmt.Fprintf(io.out, "   FAILED: expected isError=%v and %q in the result\n", step.wantError, step.want)
 			failed++
 		}
+		// A tool the client never listed (the old-list step) has no
+		// schema the client could hold the answer to.
+		if problems := checker.Check(listed[step.tool], res); len(problems) > 0 {
+			fmt.Fprintf(io.out, "   FAILED: a strict client rejects this answer against %s's output schema:\n   - %s\n", step.tool, strings.Join(problems, "\n   - "))
+			failed++
+		}
 	}
 	if failed > 0 {
 		return fmt.Errorf("demo script: %d of %d steps failed", failed, len(demoScript))
@@ -89,13 +102,25 @@ func runScript(ctx context.Context, cfg *config.Config, specs []bridge.Spec, io 
 	return nil
 }
 
-// clipLines keeps the first n lines of s.
+// maxLineShown is where a printed result line is cut: compact JSON puts
+// a whole schema on one line.
+const maxLineShown = 600
+
+// clipLines keeps the first n lines of s, each cut at maxLineShown runes.
 func clipLines(s string, n int) string {
 	lines := strings.Split(s, "\n")
-	if len(lines) <= n {
-		return s
+	more := len(lines) - n
+	lines = lines[:min(n, len(lines))]
+	for i, l := range lines {
+		if r := []rune(l); len(r) > maxLineShown {
+			lines[i] = string(r[:maxLineShown]) + fmt.Sprintf("… (%d more characters)", len(r)-maxLineShown)
+		}
 	}
-	return strings.Join(lines[:n], "\n") + fmt.Sprintf("\n… (%d more lines)", len(lines)-n)
+	out := strings.Join(lines, "\n")
+	if more > 0 {
+		out += fmt.Sprintf("\n… (%d more lines)", more)
+	}
+	return out
 }
 
 func wrapNames(names []string, perLine int) string {
