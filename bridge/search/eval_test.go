@@ -81,13 +81,14 @@ func splitSteps(qs []Query) (one, multi []Query) {
 
 // plainBM25 approximates the ranking other tool-search systems publish:
 // every field weighted alike with standard length normalisation, and no
-// synonyms or name-coverage boost. It is a reference row, not a target.
+// synonyms, intent vocabulary or name-coverage boost. It is a reference row, not a target.
 func plainBM25() Options {
 	var o Options
 	for f := range o.Fields {
 		o.Fields[f] = FieldParams{Weight: 1, B: 0.75}
 	}
 	o.SynonymWeight = -1
+	o.IntentWeight = -1
 	o.NameCoverage = -1
 	return o
 }

@@ -14,6 +14,8 @@ type Index struct {
 	opts Options
 	an   *analyzer
 	syn  synonymTable
+	// intents maps request words to tool words (intents.go).
+	intents intentTable
 
 	// scratch pools per-search score accumulators.
 	scratch sync.Pool
@@ -75,6 +77,7 @@ func New(opts Options) *Index {
 		ids:   make(map[string][]nameRef),
 	}
 	ix.syn = buildSynonyms(ix.an)
+	ix.intents = buildIntents(ix.an)
 	return ix
 }
 

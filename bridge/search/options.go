@@ -34,6 +34,10 @@ type Options struct {
 	// SynonymWeight scales a synonym's contribution relative to the query
 	// term itself (0..1); negative switches synonyms off.
 	SynonymWeight float64
+	// IntentWeight scales the tool words of the intent vocabulary (a
+	// request word's meaning in tool terms, intents.go) relative to the
+	// request word itself (0..1); negative switches the vocabulary off.
+	IntentWeight float64
 	// NameCoverage multiplies a tool's score by 1 + NameCoverage x (the
 	// fraction of its name's parts the query matched); negative is off.
 	NameCoverage float64
@@ -73,6 +77,7 @@ func DefaultOptions() Options {
 	o.Fields[FieldParamDescription] = FieldParams{Weight: 0.5, B: 0.75}
 	o.K1 = 1.2
 	o.SynonymWeight = 0.3
+	o.IntentWeight = 0.5
 	o.NameCoverage = 0.25
 	o.Cutoff = 0.3
 	o.ExactBonus = 1000
@@ -106,6 +111,7 @@ func (o Options) withDefaults() Options {
 	}
 	o.K1 = orFloat(o.K1, d.K1)
 	o.SynonymWeight = min(orFloat(o.SynonymWeight, d.SynonymWeight), 1)
+	o.IntentWeight = min(orFloat(o.IntentWeight, d.IntentWeight), 1)
 	o.NameCoverage = orFloat(o.NameCoverage, d.NameCoverage)
 	o.Cutoff = min(orFloat(o.Cutoff, d.Cutoff), 1)
 	if o.ExactBonus <= 0 {

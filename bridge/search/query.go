@@ -1,6 +1,7 @@
 package search
 
 import (
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -46,6 +47,49 @@ func (ix *Index) parseQuery(q string) []queryGroup {
 		}
 		groups = append(groups, g)
 	}
+	return ix.addIntents(groups, q, seen)
+}
+
+// addIntents gives every request word of q that the intent vocabulary
+// knows its tool words as alternatives, at Options.IntentWeight: in the
+// word's own group when it is a query term, else in a group of its own
+// (stop words such as "know" carry an intent too). seen holds the query's
+// terms and is extended.
+func (ix *Index) addIntents(groups []queryGroup, q string, seen map[string]bool) []queryGroup {
+	iw := ix.opts.IntentWeight
+	if iw <= 0 {
+		return groups
+	}
+	forEachWord(q, func(word string, cjk bool) {
+		if cjk || len(groups) == maxQueryTerms {
+			return
+		}
+		means := ix.intents[strings.ToLower(word)]
+		if len(means) == 0 {
+			return
+		}
+		k := ix.an.term(word, nil, false)
+		if k == "" {
+			k = strings.ToLower(word) // a stop word, never indexed
+		}
+		i := slices.IndexFunc(groups, func(g queryGroup) bool { return g.alts[0].term == k })
+		if i < 0 {
+			if seen[k] {
+				return // a group of its own was added for an earlier word
+			}
+			seen[k] = true
+			// The request word itself is never indexed, so as the group's
+			// first term it sets the cap on its meanings' weight high.
+			groups = append(groups, queryGroup{alts: []alt{{term: k, w: 1}}})
+			i = len(groups) - 1
+		}
+		g := &groups[i]
+		for _, m := range means {
+			if m != k && !slices.ContainsFunc(g.alts, func(a alt) bool { return a.term == m }) {
+				g.alts = append(g.alts, alt{term: m, w: iw})
+			}
+		}
+	})
 	return groups
 }
 
