@@ -100,7 +100,7 @@ func buildSynth(tb testing.TB, n int) *Index {
 // and exact ids.
 func benchQueries(tb testing.TB) []string {
 	var qs []string
-	for _, p := range []string{"testdata/bfcl/queries.jsonl", "testdata/metatool/queries.jsonl", "testdata/keyword-queries.jsonl"} {
+	for _, p := range []string{"testdata/bfcl/queries.jsonl", "testdata/metatool/queries.jsonl", "testdata/keyword-queries.jsonl", "testdata/tasks/queries.jsonl"} {
 		all, err := LoadQueries(p)
 		if err != nil {
 			tb.Fatal(err)
@@ -181,6 +181,42 @@ func BenchmarkQuery(b *testing.B) {
 	}
 }
 
+// BenchmarkQueryClauses measures what splitting a request into clauses
+// costs (target: a multi-step request at most 2x the same request ranked
+// as one). Over 10,000 tools it runs the multi-step tasks of
+// testdata/tasks with clause splitting on (split=on) and off (split=off),
+// and the one-tool tasks (single) for scale.
+func BenchmarkQueryClauses(b *testing.B) {
+	all, err := LoadQueries("testdata/tasks/queries.jsonl")
+	if err != nil {
+		b.Fatal(err)
+	}
+	one, multi := splitSteps(all)
+	texts := func(qs []Query) []string {
+		out := make([]string, len(qs))
+		for i, q := range qs {
+			out[i] = q.Query
+		}
+		return out
+	}
+	cat := synthCatalog(b, 10000)
+	for _, bc := range []struct {
+		name string
+		opts Options
+		qs   []Query
+	}{
+		{"split=on", Options{}, multi},
+		{"split=off", Options{ClauseWeight: -1}, multi},
+		{"single", Options{}, one},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			ix := New(bc.opts)
+			ix.UpsertAll(cat)
+			benchQueryMix(b, ix, texts(bc.qs))
+		})
+	}
+}
+
 // BenchmarkIndexMemory reports the live heap of an index of 10,000 tools
 // (target: under 50 MB).
 func BenchmarkIndexMemory(b *testing.B) {
@@ -232,7 +268,12 @@ func benchMemory(b *testing.B, n int) {
 // benchSearch runs the query mix round-robin and reports wall-clock and
 // per-thread CPU latency percentiles alongside ns/op.
 func benchSearch(b *testing.B, ix *Index) {
-	qs := benchQueries(b)
+	benchQueryMix(b, ix, benchQueries(b))
+}
+
+// benchQueryMix runs qs round-robin and reports wall-clock and per-thread
+// CPU latency percentiles alongside ns/op.
+func benchQueryMix(b *testing.B, ix *Index, qs []string) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	wall := make([]time.Duration, 0, 1<<16)

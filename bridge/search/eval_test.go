@@ -81,7 +81,7 @@ func splitSteps(qs []Query) (one, multi []Query) {
 
 // plainBM25 approximates the ranking other tool-search systems publish:
 // every field weighted alike with standard length normalisation, and no
-// synonyms, intent vocabulary or name-coverage boost. It is a reference row, not a target.
+// synonyms, intent vocabulary, clause splitting or name-coverage boost. It is a reference row, not a target.
 func plainBM25() Options {
 	var o Options
 	for f := range o.Fields {
@@ -89,6 +89,7 @@ func plainBM25() Options {
 	}
 	o.SynonymWeight = -1
 	o.IntentWeight = -1
+	o.ClauseWeight = -1
 	o.NameCoverage = -1
 	return o
 }

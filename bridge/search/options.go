@@ -38,6 +38,11 @@ type Options struct {
 	// request word's meaning in tool terms, intents.go) relative to the
 	// request word itself (0..1); negative switches the vocabulary off.
 	IntentWeight float64
+	// ClauseWeight is what a request split into clauses ("read the file
+	// and post it to Slack") gives the best tool of each clause, as a
+	// fraction of the best whole-request score; negative ranks the request
+	// as one.
+	ClauseWeight float64
 	// NameCoverage multiplies a tool's score by 1 + NameCoverage x (the
 	// fraction of its name's parts the query matched); negative is off.
 	NameCoverage float64
@@ -78,6 +83,7 @@ func DefaultOptions() Options {
 	o.K1 = 1.2
 	o.SynonymWeight = 0.3
 	o.IntentWeight = 0.5
+	o.ClauseWeight = 0.5
 	o.NameCoverage = 0.25
 	o.Cutoff = 0.3
 	o.ExactBonus = 1000
@@ -112,6 +118,7 @@ func (o Options) withDefaults() Options {
 	o.K1 = orFloat(o.K1, d.K1)
 	o.SynonymWeight = min(orFloat(o.SynonymWeight, d.SynonymWeight), 1)
 	o.IntentWeight = min(orFloat(o.IntentWeight, d.IntentWeight), 1)
+	o.ClauseWeight = orFloat(o.ClauseWeight, d.ClauseWeight)
 	o.NameCoverage = orFloat(o.NameCoverage, d.NameCoverage)
 	o.Cutoff = min(orFloat(o.Cutoff, d.Cutoff), 1)
 	if o.ExactBonus <= 0 {

@@ -21,6 +21,44 @@ type alt struct {
 // "fetch" is not counted twice for "get".
 type queryGroup struct {
 	alts []alt
+	// clauses has bit c set when clause c of a split request has this
+	// term; zero when the request was not split.
+	clauses uint8
+}
+
+// parseRequest analyses q into query groups and, when q reads as several
+// requests (splitClauses), marks each group with the clauses it occurs
+// in. It returns the number of clauses with a term: 0, or 2 to maxClauses.
+func (ix *Index) parseRequest(q string) ([]queryGroup, int) {
+	groups := ix.parseQuery(q)
+	parts := splitClauses(q)
+	if len(parts) < 2 {
+		return groups, 0
+	}
+	n := 0
+	for _, p := range parts {
+		bit := uint8(1) << n
+		marked := false
+		for _, cg := range ix.parseQuery(p) {
+			for i := range groups {
+				if groups[i].alts[0].term == cg.alts[0].term {
+					groups[i].clauses |= bit
+					marked = true
+					break
+				}
+			}
+		}
+		if marked {
+			n++
+		}
+	}
+	if n < 2 {
+		for i := range groups {
+			groups[i].clauses = 0
+		}
+		return groups, 0
+	}
+	return groups, n
 }
 
 // parseQuery analyses q into query groups, in first-occurrence order.
