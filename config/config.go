@@ -210,6 +210,65 @@ type Server struct {
 	// ConnectTimeout and CallTimeout override Timeouts for this server.
 	ConnectTimeout time.Duration `koanf:"connect_timeout" json:"connect_timeout,omitempty"`
 	CallTimeout    time.Duration `koanf:"call_timeout" json:"call_timeout,omitempty"`
+
+	// Auth is how toolbridge gets a token for a remote server (OAuth 2.1,
+	// the MCP authorization spec). Without it, OAuth still applies when the
+	// server answers 401 with a Bearer challenge: run
+	// `toolbridge auth login NAME` once.
+	Auth Auth `koanf:"auth" json:"auth,omitzero"`
+}
+
+// Auth types.
+const (
+	// AuthOAuth logs a person in with the authorization code grant.
+	AuthOAuth = "oauth"
+	// AuthClientCredentials gets tokens for a machine with the client
+	// credentials grant, without a login.
+	AuthClientCredentials = "client_credentials"
+)
+
+// Auth is a remote server's OAuth settings. Every field may use ${VAR};
+// `config check` masks client_secret and private_key.
+type Auth struct {
+	// Type is oauth or client_credentials (default oauth when any other
+	// field is set).
+	Type string `koanf:"type" json:"type,omitempty"`
+	// ClientID and ClientSecret are a client registered at the
+	// authorization server. Without them toolbridge uses
+	// client_metadata_url where the server supports client ID metadata
+	// documents, else dynamic client registration. client_credentials
+	// needs client_id and a secret or a private key.
+	ClientID     string `koanf:"client_id" json:"client_id,omitempty"`
+	ClientSecret string `koanf:"client_secret" json:"client_secret,omitempty"`
+	// ClientMetadataURL is an https URL serving toolbridge's client ID
+	// metadata document, used as client_id where the server allows.
+	ClientMetadataURL string `koanf:"client_metadata_url" json:"client_metadata_url,omitempty"`
+	// Scopes to ask for (default: the ones the server names in its 401,
+	// else its scopes_supported, else none).
+	Scopes []string `koanf:"scopes" json:"scopes,omitempty"`
+	// RedirectPort is the 127.0.0.1 port `auth login` takes the redirect
+	// on (default: a free one). Set it when the client registered at the
+	// server names a fixed redirect URI.
+	RedirectPort int `koanf:"redirect_port" json:"redirect_port,omitempty"`
+	// PrivateKey (PEM text) or PrivateKeyFile signs private_key_jwt client
+	// assertions for client_credentials; SigningAlg is ES256, ES384 or
+	// RS256 (default: from the key).
+	PrivateKey     string `koanf:"private_key" json:"private_key,omitempty"`
+	PrivateKeyFile string `koanf:"private_key_file" json:"private_key_file,omitempty"`
+	SigningAlg     string `koanf:"signing_alg" json:"signing_alg,omitempty"`
+}
+
+// AuthType is the server's resolved auth type: "" when auth is not
+// configured, else oauth or client_credentials.
+func (s Server) AuthType() string {
+	a := s.Auth
+	if a.Type != "" {
+		return a.Type
+	}
+	if a.ClientID != "" || a.ClientSecret != "" || a.ClientMetadataURL != "" || len(a.Scopes) > 0 || a.RedirectPort != 0 {
+		return AuthOAuth
+	}
+	return ""
 }
 
 // ToolRule classifies the tools whose canonical id matches a glob.

@@ -33,6 +33,12 @@ func (c *Config) Redacted() *Config {
 			s.Headers[k] = Mask
 		}
 		s.URL = redactURL(s.URL)
+		if s.Auth.ClientSecret != "" {
+			s.Auth.ClientSecret = Mask
+		}
+		if s.Auth.PrivateKey != "" {
+			s.Auth.PrivateKey = Mask
+		}
 		redactArgs(s.Args)
 		r.Servers[name] = s
 	}
@@ -53,6 +59,7 @@ func (c *Config) clone() *Config {
 		s.Args = slices.Clone(s.Args)
 		s.Env = maps.Clone(s.Env)
 		s.Headers = maps.Clone(s.Headers)
+		s.Auth.Scopes = slices.Clone(s.Auth.Scopes)
 		r.Servers[name] = s
 	}
 	if c.Servers == nil {

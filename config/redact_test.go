@@ -15,7 +15,7 @@ func secretConfig() (*Config, []string) {
 		"s3cr3t-env-value", "s3cr3t-env-dotted", "s3cr3t-header", "s3cr3t-header-2",
 		"s3cr3t-auth-token", "s3cr3t-userinfo-user", "s3cr3t-userinfo-pass", "s3cr3t-query-token",
 		"s3cr3t-fragment", "s3cr3t-pg-pass", "s3cr3t-flag-value", "s3cr3t-flag-eq", "s3cr3t-name-eq",
-		"s3cr3t-bearer", "s3cr3t-hook-arg", "s3cr3t-arg-url-key",
+		"s3cr3t-bearer", "s3cr3t-hook-arg", "s3cr3t-arg-url-key", "s3cr3t-client-secret", "s3cr3t-private-key",
 	}
 	c := Default()
 	c.Servers = map[string]Server{
@@ -35,6 +35,14 @@ func secretConfig() (*Config, []string) {
 		"remote": {
 			URL:     "https://s3cr3t-userinfo-user:s3cr3t-userinfo-pass@mcp.example.com/mcp?access_token=s3cr3t-query-token&region=eu#auth=s3cr3t-fragment",
 			Headers: map[string]string{"Authorization": "Bearer s3cr3t-header", "X-Api-Key": "s3cr3t-header-2"},
+		},
+		"login": {
+			URL:  "https://login.example.com/mcp",
+			Auth: Auth{Type: AuthOAuth, ClientID: "public-id", ClientSecret: "s3cr3t-client-secret", Scopes: []string{"read"}},
+		},
+		"machine": {
+			URL:  "https://machine.example.com/mcp",
+			Auth: Auth{Type: AuthClientCredentials, ClientID: "ci", PrivateKey: "-----BEGIN PRIVATE KEY-----\ns3cr3t-private-key\n-----END PRIVATE KEY-----\n"},
 		},
 	}
 	c.Serve.AuthToken = "s3cr3t-auth-token"
@@ -57,7 +65,7 @@ func TestRenderMasksEverySecret(t *testing.T) {
 			}
 		}
 		// What is not secret stays readable.
-		for _, keep := range []string{"db.internal:5432/shop", "mcp.example.com/mcp", "region=eu", "API_TOKEN", "FOO.BAR", "X-Api-Key", "--api-key", "GITHUB_TOKEN=", "Authorization: " + Mask, "@modelcontextprotocol/server-postgres"} {
+		for _, keep := range []string{"db.internal:5432/shop", "mcp.example.com/mcp", "region=eu", "API_TOKEN", "FOO.BAR", "X-Api-Key", "--api-key", "GITHUB_TOKEN=", "Authorization: " + Mask, "@modelcontextprotocol/server-postgres", "public-id", "client_secret"} {
 			if !strings.Contains(text, keep) {
 				t.Errorf("Render(%s) lost %q:\n%s", format, keep, text)
 			}

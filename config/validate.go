@@ -47,6 +47,7 @@ func normalize(c *Config) {
 	for name, s := range c.Servers {
 		lower(&s.Transport)
 		lower(&s.Type)
+		lower(&s.Auth.Type)
 		d := string(s.Defer)
 		lower(&d)
 		s.Defer = Defer(d)
@@ -328,6 +329,13 @@ func (v *validator) server(p keyPath, name string, s Server) {
 		}
 	}
 	v.oneOf(p.key("defer"), string(s.Defer), string(DeferAuto), string(DeferAlways), string(DeferNever), string(DeferUnmarked))
+	if !s.Auth.isZero() {
+		if hasCmd && !hasURL {
+			v.fail(p.key("auth"), "only remote servers (url) log in; a stdio server gets its credentials through env")
+		} else {
+			v.auth(p.key("auth"), s.Auth)
+		}
+	}
 	v.nonNegativeDuration(p.key("connect_timeout"), s.ConnectTimeout)
 	v.nonNegativeDuration(p.key("call_timeout"), s.CallTimeout)
 }
@@ -383,4 +391,65 @@ func orList(values []string) string {
 		return values[0]
 	}
 	return strings.Join(values[:len(values)-1], ", ") + " or " + values[len(values)-1]
+}
+
+func (a Auth) isZero() bool {
+	return a.Type == "" && a.ClientID == "" && a.ClientSecret == "" && a.ClientMetadataURL == "" &&
+		len(a.Scopes) == 0 && a.RedirectPort == 0 && a.PrivateKey == "" && a.PrivateKeyFile == "" && a.SigningAlg == ""
+}
+
+// auth checks a server's auth block. Messages never quote secrets.
+func (v *validator) auth(p keyPath, a Auth) {
+	typ := a.Type
+	if typ == "" {
+		typ = AuthOAuth
+		if a.PrivateKey != "" || a.PrivateKeyFile != "" {
+			typ = AuthClientCredentials
+		}
+	}
+	if a.Type != "" {
+		v.oneOf(p.key("type"), a.Type, AuthOAuth, AuthClientCredentials)
+	}
+	if a.ClientSecret != "" && a.ClientID == "" {
+		v.fail(p.key("client_secret"), "needs auth.client_id: a secret belongs to a registered client")
+	}
+	if a.ClientMetadataURL != "" {
+		u, err := url.Parse(a.ClientMetadataURL)
+		if err != nil || u.Scheme != "https" || u.Host == "" || strings.Trim(u.Path, "/") == "" {
+			v.fail(p.key("client_metadata_url"), "must be an https URL with a path, such as https://example.com/toolbridge-client.json, got %s", quoteShort(a.ClientMetadataURL))
+		}
+	}
+	for i, sc := range a.Scopes {
+		if strings.TrimSpace(sc) == "" || strings.ContainsAny(sc, " \t\"\\") {
+			v.fail(p.key("scopes").at(i), "invalid scope %s: a scope is one word without spaces or quotes", quoteShort(sc))
+		}
+	}
+	if a.RedirectPort < 0 || a.RedirectPort > 65535 {
+		v.fail(p.key("redirect_port"), "must be a port between 1 and 65535 (or 0 for a free one), got %d", a.RedirectPort)
+	}
+	if a.PrivateKey != "" && a.PrivateKeyFile != "" {
+		v.fail(p.key("private_key"), "give private_key or private_key_file, not both")
+	}
+	if a.PrivateKey != "" && !strings.Contains(a.PrivateKey, "-----BEGIN") {
+		v.fail(p.key("private_key"), "must be a PEM private key (-----BEGIN PRIVATE KEY----- ...); use private_key_file for a file")
+	}
+	if a.SigningAlg != "" {
+		v.oneOf(p.key("signing_alg"), a.SigningAlg, "ES256", "ES384", "RS256")
+	}
+	switch typ {
+	case AuthClientCredentials:
+		if a.ClientID == "" {
+			v.fail(p.key("client_id"), "missing: client_credentials needs the client's id")
+		}
+		if a.ClientSecret == "" && a.PrivateKey == "" && a.PrivateKeyFile == "" {
+			v.fail(p, "client_credentials needs client_secret, private_key or private_key_file")
+		}
+		if a.RedirectPort != 0 {
+			v.fail(p.key("redirect_port"), "client_credentials has no login, so no redirect")
+		}
+	case AuthOAuth:
+		if a.PrivateKey != "" || a.PrivateKeyFile != "" || a.SigningAlg != "" {
+			v.fail(p, "private keys sign client_credentials assertions: set type: client_credentials")
+		}
+	}
 }
