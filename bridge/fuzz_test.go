@@ -81,7 +81,7 @@ func FuzzCallArguments(f *testing.F) {
 				t.Fatalf("callArguments(%s) = %s: not a JSON object", raw, got)
 			}
 			tool, _ := g.Catalog().ByID("issues::create_issue")
-			_ = g.validators.validate(tool.Tool.RawInputSchema, got)
+			_, _ = g.validators.validateArgs(tool.Tool.RawInputSchema, got)
 		}
 	})
 }

@@ -502,7 +502,8 @@ func (g *Gateway) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	if err != nil {
 		return toolError("tool_call %s: %v", t.ID, err), nil
 	}
-	if problems := g.validators.validate(t.Tool.RawInputSchema, toolArgs); len(problems) > 0 {
+	toolArgs, problems := g.validators.validateArgs(t.Tool.RawInputSchema, toolArgs)
+	if len(problems) > 0 {
 		return toolError("Invalid arguments for %s:\n- %s\n\nIts input schema:\n%s\n\nFix the arguments and call again.",
 			t.ID, strings.Join(problems, "\n- "), t.Tool.RawInputSchema), nil
 	}

@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"regexp"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 )
@@ -74,30 +78,157 @@ func (noLoader) Load(url string) (any, error) {
 	return nil, fmt.Errorf("toolbridge does not load external schema %s", url)
 }
 
-// validate checks args (a JSON object) against schema. It returns the
-// violations, one line each, or nil when args are valid. A schema that does
-// not compile is not held against the call: the upstream judges it.
-func (v *validators) validate(schema, args []byte) []string {
+// validate checks doc against schema, strictly: it returns the
+// violations, one line each, or nil when doc is valid. A schema that does
+// not compile is not held against doc.
+func (v *validators) validate(schema, doc []byte) []string {
+	_, problems := v.check(schema, doc, false)
+	return problems
+}
+
+// validateArgs checks a tool call's args (a JSON object) against the
+// tool's input schema. It returns the arguments to forward and the
+// violations, one line each, or nil when the arguments are valid.
+//
+// Hosts and tools such as Inspector's --tool-arg send every argument as a
+// string. A string where the schema wants a number, an integer or a
+// boolean, and only there, is converted when it parses exactly as one
+// (see convertScalar); the converted arguments are then validated and, if
+// valid, forwarded instead of args. Valid arguments are never touched, and
+// anything that does not convert gets the schema's own error.
+//
+// A schema that does not compile is not held against the call: the
+// upstream judges it.
+func (v *validators) validateArgs(schema, args []byte) ([]byte, []string) {
+	return v.check(schema, args, true)
+}
+
+// check is validate, converting strings first when convert is set.
+func (v *validators) check(schema, doc []byte, convert bool) ([]byte, []string) {
 	c := v.get(schema)
 	if c.err != nil {
-		return nil
+		return doc, nil
 	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
 	if err != nil {
-		return []string{"arguments are not valid JSON: " + err.Error()}
+		return doc, []string{"arguments are not valid JSON: " + err.Error()}
 	}
 	err = c.schema.Validate(inst)
 	if err == nil {
-		return nil
+		return doc, nil
 	}
 	verr, ok := err.(*jsonschema.ValidationError)
 	if !ok {
-		return []string{err.Error()}
+		return doc, []string{err.Error()}
+	}
+	if convert && convertStrings(inst, verr) {
+		switch err := c.schema.Validate(inst).(type) {
+		case nil:
+			return compactJSON(inst), nil
+		case *jsonschema.ValidationError:
+			// What is left is wrong whatever the spelling: report that,
+			// not the strings that did convert.
+			verr = err
+		}
 	}
 	var out []string
 	collectViolations(verr, &out)
 	sort.Strings(out)
-	return out
+	return doc, out
+}
+
+// convertStrings replaces, in inst, each string that verr reports where
+// the schema wants a number, integer or boolean and that parses exactly as
+// one. It reports whether it replaced any.
+func convertStrings(inst any, verr *jsonschema.ValidationError) bool {
+	// Every type error for one location (anyOf branches give several).
+	wants := map[string][]string{}
+	var locs [][]string
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		for _, c := range e.Causes {
+			walk(c)
+		}
+		t, ok := e.ErrorKind.(*kind.Type)
+		if !ok || t.Got != "string" || len(e.InstanceLocation) == 0 {
+			return
+		}
+		key := strings.Join(e.InstanceLocation, "\x00")
+		if _, seen := wants[key]; !seen {
+			locs = append(locs, e.InstanceLocation)
+		}
+		wants[key] = append(wants[key], t.Want...)
+	}
+	walk(verr)
+	changed := false
+	for _, loc := range locs {
+		parent, last := locate(inst, loc[:len(loc)-1]), loc[len(loc)-1]
+		switch p := parent.(type) {
+		case map[string]any:
+			if s, ok := p[last].(string); ok {
+				if val, ok := convertScalar(s, wants[strings.Join(loc, "\x00")]); ok {
+					p[last], changed = val, true
+				}
+			}
+		case []any:
+			if i, err := strconv.Atoi(last); err == nil && i >= 0 && i < len(p) {
+				if s, ok := p[i].(string); ok {
+					if val, ok := convertScalar(s, wants[strings.Join(loc, "\x00")]); ok {
+						p[i], changed = val, true
+					}
+				}
+			}
+		}
+	}
+	return changed
+}
+
+// locate follows a JSON pointer's tokens from v; nil when there is no
+// such value.
+func locate(v any, path []string) any {
+	for _, tok := range path {
+		switch c := v.(type) {
+		case map[string]any:
+			v = c[tok]
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(c) {
+				return nil
+			}
+			v = c[i]
+		default:
+			return nil
+		}
+	}
+	return v
+}
+
+var (
+	// integerText is a JSON integer literal: no sign but '-', no leading
+	// zeros, no fraction or exponent ("1.0" and "1e3" are not integers
+	// here, though JSON Schema would accept them: a server that reads an
+	// int would not).
+	integerText = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
+	// numberText is a JSON number literal: no '+', spaces, hex, NaN or
+	// Infinity.
+	numberText = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)
+)
+
+// convertScalar converts s to one of the wanted JSON types when it is
+// exactly that type's literal: "true"/"false" for a boolean, a JSON
+// integer or number literal for those. It tries boolean, integer, number,
+// in that order.
+func convertScalar(s string, want []string) (any, bool) {
+	has := func(t string) bool { return slices.Contains(want, t) }
+	switch {
+	case has("boolean") && (s == "true" || s == "false"):
+		return s == "true", true
+	case has("integer") && integerText.MatchString(s):
+		return json.Number(s), true
+	case has("number") && numberText.MatchString(s):
+		return json.Number(s), true
+	}
+	return nil, false
 }
 
 var printer = message.NewPrinter(language.English)
