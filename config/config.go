@@ -178,7 +178,18 @@ type Config struct {
 	// otherwise the path must be absolute. Files are created 0600 and
 	// directories 0700.
 	StateDir string `koanf:"state_dir" json:"state_dir"`
+	// TokenStore is where OAuth tokens are kept: auto (default: the OS
+	// keyring when one answers, else a 0600 file under state_dir), keyring
+	// or file.
+	TokenStore string `koanf:"token_store" json:"token_store"`
 }
+
+// Token stores.
+const (
+	TokenStoreAuto    = "auto"
+	TokenStoreKeyring = "keyring"
+	TokenStoreFile    = "file"
+)
 
 // Server is one upstream MCP server. Give either Command (stdio) or URL.
 type Server struct {
@@ -430,6 +441,7 @@ func Default() Config {
 		Restart:        Restart{Initial: 500 * time.Millisecond, Max: 30 * time.Second},
 		MaxResultBytes: 10 << 20,
 		Telemetry:      Telemetry{Exporter: ExporterNone},
+		TokenStore:     TokenStoreAuto,
 	}
 }
 

@@ -79,8 +79,9 @@ func wantFull() Config {
 			Events:  []string{HookBefore, HookAfter},
 			Timeout: 3 * time.Second,
 		}},
-		Audit:    Audit{File: "/var/log/toolbridge/audit.jsonl"},
-		StateDir: "/var/lib/toolbridge",
+		Audit:      Audit{File: "/var/log/toolbridge/audit.jsonl"},
+		StateDir:   "/var/lib/toolbridge",
+		TokenStore: TokenStoreAuto,
 	}
 }
 

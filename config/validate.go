@@ -44,6 +44,7 @@ func normalize(c *Config) {
 	lower(&c.Disclosure)
 	lower(&c.Serve.Transport)
 	lower(&c.Telemetry.Exporter)
+	lower(&c.TokenStore)
 	for name, s := range c.Servers {
 		lower(&s.Transport)
 		lower(&s.Type)
@@ -177,6 +178,8 @@ func validate(c *Config, prov provenance) []error {
 		}
 		v.fail(root.key("state_dir"), "must be an absolute path or start with ~/, got %s%s", quoteShort(c.StateDir), hint)
 	}
+
+	v.oneOf(root.key("token_store"), c.TokenStore, TokenStoreAuto, TokenStoreKeyring, TokenStoreFile)
 
 	for _, name := range slices.Sorted(maps.Keys(c.Servers)) {
 		v.server(root.key("mcpServers").key(name), name, c.Servers[name])

@@ -9,6 +9,7 @@
 //	toolbridge describe TOOL... [-c FILE]  tools' full schemas, as tool_describe gives them
 //	toolbridge call TOOL [JSON] [-c FILE]  call one tool and print its result
 //	toolbridge config check [FILE]         the resolved config, secrets masked, or the errors
+//	toolbridge auth login|status|logout    OAuth logins of remote servers
 //	toolbridge version
 //
 // Progress and logs go to stderr; in stdio mode stdout carries only
@@ -126,6 +127,7 @@ With no command, toolbridge serves (toolbridge [serve] -c FILE).`,
 		a.describeCmd(),
 		a.callCmd(),
 		a.configCmd(),
+		a.authCmd(),
 		a.versionCmd(),
 	)
 	// Execute adds these itself, but run looks commands up before it.

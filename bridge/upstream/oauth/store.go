@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/zalando/go-keyring"
 
+	"github.com/toolbridge/toolbridge/config"
 	"github.com/toolbridge/toolbridge/config/statefile"
 )
 
@@ -209,11 +210,21 @@ func keyringAvailable() bool {
 	return errors.Is(err, keyring.ErrNotFound)
 }
 
-// OpenStore returns the OS keyring when one answers, else the file store
-// under stateDir.
-func OpenStore(stateDir string) (Store, error) {
+// OpenStore returns the token store the config's token_store names:
+// keyring, file (under state_dir), or auto: the OS keyring when one
+// answers, else the file.
+func OpenStore(cfg *config.Config) (Store, error) {
+	switch cfg.TokenStore {
+	case config.TokenStoreKeyring:
+		if !keyringAvailable() {
+			return nil, errors.New("opening the token store: token_store is keyring, but no OS keyring answers (set token_store: auto or file)")
+		}
+		return KeyringStore{}, nil
+	case config.TokenStoreFile:
+		return NewFileStore(cfg.StateDir)
+	}
 	if keyringAvailable() {
 		return KeyringStore{}, nil
 	}
-	return NewFileStore(stateDir)
+	return NewFileStore(cfg.StateDir)
 }
