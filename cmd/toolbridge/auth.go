@@ -246,4 +246,3 @@ func (a *app) authLogoutCmd() *cobra.Command {
 	}
 	return cmd
 }
-
