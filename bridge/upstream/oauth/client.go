@@ -372,3 +372,31 @@ func (c *Client) WaitForLogin(ctx context.Context, rejected string, interval tim
 		}
 	}
 }
+
+// rememberStepUp saves the scopes a 403 asked for in the stored record, so
+// that `toolbridge auth login` in another process asks for them too. The
+// token stays usable for what it already covers.
+func (c *Client) rememberStepUp(ctx context.Context) {
+	c.stateMu.Lock()
+	extra := slices.Clone(c.extraScopes)
+	c.stateMu.Unlock()
+	if len(extra) == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, err := c.load(ctx)
+	if err != nil {
+		return
+	}
+	changed := false
+	for _, s := range extra {
+		if !slices.Contains(r.StepUpScopes, s) {
+			r.StepUpScopes = append(r.StepUpScopes, s)
+			changed = true
+		}
+	}
+	if changed {
+		_ = c.cfg.Store.Save(ctx, c.cfg.Server, r)
+	}
+}

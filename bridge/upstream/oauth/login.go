@@ -57,7 +57,7 @@ func (c *Client) login(ctx context.Context, open Opener) error {
 	if m := d.Server.CodeChallengeMethodsSupported; len(m) > 0 && !slices.Contains(m, "S256") {
 		return fmt.Errorf("logging in to %s: the authorization server does not support PKCE S256 (it lists %s)", c.cfg.Server, strings.Join(m, ", "))
 	}
-	scopes := c.scopes(ch, d)
+	scopes := c.scopes(ctx, ch, d)
 
 	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(c.cfg.RedirectPort)))
 	if err != nil {
@@ -133,7 +133,7 @@ func (c *Client) save(ctx context.Context, d *Discovery, auth clientAuth, scopes
 // strategy says: the configured scopes; else the challenge's scope; else
 // the resource's scopes_supported; else none (the parameter is omitted).
 // Scopes a 403 asked for are added (step-up).
-func (c *Client) scopes(ch Challenge, d *Discovery) []string {
+func (c *Client) scopes(ctx context.Context, ch Challenge, d *Discovery) []string {
 	var out []string
 	switch {
 	case len(c.cfg.Scopes) > 0:
@@ -144,12 +144,16 @@ func (c *Client) scopes(ch Challenge, d *Discovery) []string {
 		out = slices.Clone(d.ResourceScopes)
 	}
 	c.stateMu.Lock()
-	for _, s := range c.extraScopes {
+	extra := slices.Clone(c.extraScopes)
+	c.stateMu.Unlock()
+	if r, err := c.load(ctx); err == nil {
+		extra = append(extra, r.StepUpScopes...)
+	}
+	for _, s := range extra {
 		if !slices.Contains(out, s) {
 			out = append(out, s)
 		}
 	}
-	c.stateMu.Unlock()
 	return out
 }
 
@@ -337,7 +341,7 @@ func (c *Client) clientCredentials(ctx context.Context) (*Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("getting a token for %s: %w", c.cfg.Server, err)
 	}
-	scopes := c.scopes(ch, d)
+	scopes := c.scopes(ctx, ch, d)
 	form := url.Values{"grant_type": {"client_credentials"}, "resource": {d.Resource}}
 	if len(scopes) > 0 {
 		form.Set("scope", strings.Join(scopes, " "))

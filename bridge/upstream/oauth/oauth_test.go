@@ -375,3 +375,22 @@ func TestSecretsNeverInErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestStepUpAcrossProcesses is the gateway's step-up: it cannot log in
+// itself, so the 403 becomes "needs login", and the next `auth login` (a
+// new client, as another process has) asks for the scopes the 403 named.
+func TestStepUpAcrossProcesses(t *testing.T) {
+	as := protected(t)
+	c := newClient(t, as, nil, func(cfg *Config) { cfg.Scopes = []string{"read"} })
+	login(t, c)
+	as.RequiredScopes = []string{"read", "write"}
+	_, err := call(t.Context(), c, as.URL()+"/mcp")
+	if !IsNeedsLogin(err) || !strings.Contains(err.Error(), "write") {
+		t.Fatalf("call needing more scope = %v, want needs login naming the scope", err)
+	}
+	other := newClient(t, as, c.Store(), func(cfg *Config) { cfg.Scopes = []string{"read"} })
+	login(t, other)
+	if got, err := call(t.Context(), c, as.URL()+"/mcp"); err != nil || got != "echo: hi" {
+		t.Fatalf("call after the second login = %q, %v", got, err)
+	}
+}

@@ -41,6 +41,9 @@ type Record struct {
 	Scopes []string `json:"scopes,omitempty"`
 	// Token is the current token; ExpiresAt is absolute.
 	Token transport.Token `json:"token"`
+	// StepUpScopes are scopes a 403 insufficient_scope asked for while no
+	// login could be run: the next login asks for them too.
+	StepUpScopes []string `json:"step_up_scopes,omitempty"`
 	// NeedsLogin, when not empty, says why the token can no longer be used
 	// (a refresh failed): only a new login clears it.
 	NeedsLogin string    `json:"needs_login,omitempty"`

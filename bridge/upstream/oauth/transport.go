@@ -123,6 +123,7 @@ func (t *authTransport) authorize(req *http.Request, why string) error {
 		return err
 	}
 	if c.cfg.Authorize == nil {
+		c.rememberStepUp(ctx)
 		return c.needsLogin("%s", why)
 	}
 	return c.cfg.Authorize(ctx, c)
