@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/toolbridge/toolbridge/bridge/upstream"
 	"github.com/toolbridge/toolbridge/config"
 	"github.com/toolbridge/toolbridge/config/toolid"
 )
@@ -33,7 +34,7 @@ import (
 // load than wall-clock time.
 
 // benchGateway returns a client on a gateway in front of spec.
-func benchGateway(b *testing.B, mode config.Mode, spec Spec) *client.Client {
+func benchGateway(b *testing.B, mode config.Mode, spec upstream.Spec) *client.Client {
 	b.Helper()
 	cfg := config.Default()
 	cfg.Mode = mode
@@ -41,7 +42,7 @@ func benchGateway(b *testing.B, mode config.Mode, spec Spec) *client.Client {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := g.Connect(context.Background(), []Spec{spec}); err != nil {
+	if err := g.Connect(context.Background(), []upstream.Spec{spec}); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = g.Close() })
@@ -102,11 +103,11 @@ func BenchmarkToolCallInProcess(b *testing.B) {
 		runCalls(b, c, echoCall("echo", false))
 	})
 	b.Run("passthrough", func(b *testing.B) {
-		c := benchGateway(b, config.ModeOff, Spec{Name: "up", InProcess: echoServer("up")})
+		c := benchGateway(b, config.ModeOff, upstream.Spec{Name: "up", InProcess: echoServer("up")})
 		runCalls(b, c, echoCall("echo", false))
 	})
 	b.Run("tool_call", func(b *testing.B) {
-		c := benchGateway(b, config.ModeOn, Spec{Name: "up", InProcess: echoServer("up")})
+		c := benchGateway(b, config.ModeOn, upstream.Spec{Name: "up", InProcess: echoServer("up")})
 		runCalls(b, c, echoCall("echo", true))
 	})
 }
@@ -161,7 +162,7 @@ func addCall(meta bool) mcp.CallToolRequest {
 
 func BenchmarkToolCallStdio(b *testing.B) {
 	bin := demoServer(b)
-	spec := Spec{Name: "up", Config: config.Server{Command: bin, Args: []string{"math"}}}
+	spec := upstream.Spec{Name: "up", Config: config.Server{Command: bin, Args: []string{"math"}}}
 	b.Run("direct", func(b *testing.B) {
 		c, err := client.NewStdioMCPClient(bin, nil, "math")
 		if err != nil {
@@ -194,7 +195,7 @@ func BenchmarkToolsListBridge(b *testing.B) {
 		})
 	}
 	up.AddTools(tools...)
-	c := benchGateway(b, config.ModeOn, Spec{Name: "many", InProcess: up})
+	c := benchGateway(b, config.ModeOn, upstream.Spec{Name: "many", InProcess: up})
 	ctx := context.Background()
 	durations := make([]time.Duration, 0, b.N)
 	b.ReportAllocs()

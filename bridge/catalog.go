@@ -6,6 +6,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/toolbridge/toolbridge/bridge/upstream"
 	"github.com/toolbridge/toolbridge/classify"
 	"github.com/toolbridge/toolbridge/config/toolid"
 )
@@ -110,12 +111,12 @@ func (c *Catalog) ByExposed(name string) (*Tool, bool) {
 // buildCatalog assembles a catalog from the connected upstreams (sorted by
 // name). reserved are names the gateway itself uses (the meta-tools): an
 // upstream tool of that name is exposed qualified, as on a collision.
-func buildCatalog(ups []*upstream, reserved map[string]bool) *Catalog {
+func buildCatalog(ups []*upstream.Conn, reserved map[string]bool) *Catalog {
 	c := &Catalog{byID: map[string]*Tool{}, byExposed: map[string]*Tool{}}
 	toolCount := map[string]int{}
 	promptCount := map[string]int{}
 	type snap struct {
-		u         *upstream
+		u         *upstream.Conn
 		tools     []mcp.Tool
 		prompts   []mcp.Prompt
 		resources []mcp.Resource
@@ -123,7 +124,7 @@ func buildCatalog(ups []*upstream, reserved map[string]bool) *Catalog {
 	}
 	snaps := make([]snap, 0, len(ups))
 	for _, u := range ups {
-		tools, prompts, resources, templates := u.snapshot()
+		tools, prompts, resources, templates := u.Snapshot()
 		snaps = append(snaps, snap{u, tools, prompts, resources, templates})
 		for _, t := range tools {
 			toolCount[t.Name]++
@@ -134,8 +135,8 @@ func buildCatalog(ups []*upstream, reserved map[string]bool) *Catalog {
 	}
 	seenURI := map[string]bool{}
 	for _, s := range snaps {
-		name := s.u.spec.Name
-		c.Servers = append(c.Servers, ServerInfo{Name: name, Description: s.u.description(), Tools: len(s.tools)})
+		name := s.u.Name()
+		c.Servers = append(c.Servers, ServerInfo{Name: name, Description: s.u.Description(), Tools: len(s.tools)})
 		for _, t := range s.tools {
 			id := toolid.Join(name, t.Name)
 			if _, dup := c.byID[id]; dup {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/toolbridge/toolbridge/bridge/upstream"
 )
 
 // fuzzGateway is a bridged gateway over the issues, files and alpha test
@@ -14,7 +16,7 @@ func fuzzGateway(f *testing.F) *Gateway {
 	if err != nil {
 		f.Fatal(err)
 	}
-	specs := []Spec{
+	specs := []upstream.Spec{
 		{Name: "issues", InProcess: issueServer()},
 		{Name: "files", InProcess: fileServer()},
 		{Name: "alpha", InProcess: echoServer("alpha")},

@@ -1,6 +1,7 @@
-// Package bridge is toolbridge's gateway: the pool of upstream MCP servers,
-// the catalog of what they offer, the server clients talk to, and the
-// dispatch of every call to the upstream that owns the tool.
+// Package bridge is toolbridge's gateway: the catalog of what the upstream
+// MCP servers offer, the server clients talk to, and the dispatch of every
+// call to the upstream that owns the tool. The connections to the upstreams
+// and the pool that keeps them up are bridge/upstream's.
 package bridge
 
 import (
@@ -20,6 +21,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolbridge/toolbridge/bridge/search"
+	"github.com/toolbridge/toolbridge/bridge/upstream"
 	"github.com/toolbridge/toolbridge/classify"
 	"github.com/toolbridge/toolbridge/config"
 	"github.com/toolbridge/toolbridge/trace"
@@ -44,11 +46,15 @@ type Gateway struct {
 	// live is what a reload replaces as a whole: the config and what is
 	// built from it. Read it once per operation (g.settings()), so that one
 	// call sees one config from start to end.
-	live   atomic.Pointer[settings]
-	pool   *Pool
-	relay  *relay
-	srv    *server.MCPServer
-	logger *slog.Logger
+	live atomic.Pointer[settings]
+	// life ends first thing in Close: what waits in the background for
+	// calls to end (retiring hooks) stops waiting then.
+	life    context.Context
+	endLife context.CancelFunc
+	pool    *upstream.Pool
+	relay   *upstream.Relay
+	srv     *server.MCPServer
+	logger  *slog.Logger
 
 	tel       *trace.Telemetry
 	ownTel    bool
@@ -56,8 +62,8 @@ type Gateway struct {
 
 	// calls counts the tool calls being served, and draining refuses new
 	// ones: shutdown waits for the calls in flight (see drain).
-	calls    activity
-	requests activity // HTTP requests being answered
+	calls    upstream.Activity
+	requests upstream.Activity // HTTP requests being answered
 	draining atomic.Bool
 	// reloadMu serialises reloads; retiring tracks what a reload replaced
 	// and closes once its last call is done (Close waits for it).
@@ -101,8 +107,8 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		ownTel = true
 	}
 	g := &Gateway{
-		logger: logger, relay: newRelay(),
-		tel: tel, ownTel: ownTel,
+		logger: logger,
+		tel:    tel, ownTel: ownTel,
 		index:      search.New(search.Options{MaxLimit: searchIndexMaxHits}),
 		validators: newValidators(), revealed: newRevealed(), hitSummaries: newHitSummaries(),
 		serverDocs: map[string][sha256.Size]byte{},
@@ -135,10 +141,11 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		server.WithInstructions("toolbridge: one MCP server in front of many."),
 	)
 	g.srv.EnableSampling()
-	g.relay.srv = g.srv
-	g.relay.onChange = g.upstreamChanged
-	g.pool = newPool(cfg, PoolOptions{Environ: opts.Environ, Progress: opts.Progress}, g.relay)
-	g.pool.onChange = g.rebuild
+	g.relay = upstream.NewRelay(g.srv, g.upstreamChanged)
+	g.pool = upstream.NewPool(cfg, upstream.PoolOptions{
+		Environ: opts.Environ, Progress: opts.Progress, Version: Version, OnReconnect: g.rebuild,
+	}, g.relay)
+	g.life, g.endLife = context.WithCancel(context.Background())
 	// The placeholder until Connect publishes the first real catalog.
 	empty := buildCatalog(nil, metaNames)
 	g.classifyWith(empty, live, live.counter)
@@ -154,7 +161,7 @@ const searchIndexMaxHits = 1 << 16
 func (g *Gateway) MCPServer() *server.MCPServer { return g.srv }
 
 // Pool returns the upstream pool.
-func (g *Gateway) Pool() *Pool { return g.pool }
+func (g *Gateway) Pool() *upstream.Pool { return g.pool }
 
 // Catalog returns the current catalog snapshot.
 func (g *Gateway) Catalog() *Catalog { return g.catalog.Load() }
@@ -165,8 +172,8 @@ func (g *Gateway) Catalog() *Catalog { return g.catalog.Load() }
 // Each server's tools are counted and indexed as soon as it is up, while
 // the others are still starting (see prepare): the catalog published once
 // the slowest is up then only has that one's tools left to do.
-func (g *Gateway) Connect(ctx context.Context, specs []Spec) error {
-	err := g.pool.connect(ctx, specs, g.prepare)
+func (g *Gateway) Connect(ctx context.Context, specs []upstream.Spec) error {
+	err := g.pool.Connect(ctx, specs, g.prepare)
 	g.rebuild()
 	return err
 }
@@ -178,8 +185,8 @@ func (g *Gateway) Connect(ctx context.Context, specs []Spec) error {
 // A tool that another server's tool of the same name will qualify is
 // counted under its bare name here: only that name's text is counted
 // again. tool_search ignores hits the catalog does not have yet.
-func (g *Gateway) prepare(u *upstream) {
-	cat := buildCatalog([]*upstream{u}, metaNames)
+func (g *Gateway) prepare(u *upstream.Conn) {
+	cat := buildCatalog([]*upstream.Conn{u}, metaNames)
 	listed := make([]mcp.Tool, len(cat.Tools))
 	for i, t := range cat.Tools {
 		listed[i] = t.Listed()
@@ -188,7 +195,7 @@ func (g *Gateway) prepare(u *upstream) {
 	indexed.Go(func() {
 		g.rebuildMu.Lock()
 		defer g.rebuildMu.Unlock()
-		g.indexServer(u.spec.Name, cat.Tools, nil)
+		g.indexServer(u.Name(), cat.Tools, nil)
 	})
 	classify.CountAll(g.settings().counter, listed)
 	indexed.Wait()
@@ -198,6 +205,7 @@ func (g *Gateway) prepare(u *upstream) {
 // hooks (flushing the audit log) and flushes telemetry. Calls still
 // running are cancelled: the Serve methods give them a grace period first.
 func (g *Gateway) Close() error {
+	g.endLife()
 	errs := []error{g.pool.Close()}
 	g.retiring.Wait() // the pool is closed: nothing retired waits any more
 	errs = append(errs, g.settings().hooks.Close())
@@ -215,25 +223,25 @@ func (g *Gateway) downstream() string { return g.transport.Load().(string) }
 // upstreamChanged handles an upstream's list_changed notification: refetch
 // that list, then republish. It runs off the transport's reader goroutine,
 // which must not block on a request of its own.
-func (g *Gateway) upstreamChanged(u *upstream, method string) {
+func (g *Gateway) upstreamChanged(u *upstream.Conn, method string) {
 	go func() {
-		muAny, _ := g.refreshMu.LoadOrStore(u.spec.Name, &sync.Mutex{})
+		muAny, _ := g.refreshMu.LoadOrStore(u.Name(), &sync.Mutex{})
 		mu := muAny.(*sync.Mutex)
 		mu.Lock()
 		defer mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), g.settings().cfg.EffectiveConnectTimeout(u.spec.Config))
+		ctx, cancel := context.WithTimeout(context.Background(), g.settings().cfg.EffectiveConnectTimeout(u.Spec().Config))
 		defer cancel()
 		var err error
 		switch mcp.MCPMethod(method) {
 		case mcp.MethodNotificationToolsListChanged:
-			err = u.refreshTools(ctx)
+			err = u.RefreshTools(ctx)
 		case mcp.MethodNotificationPromptsListChanged:
-			err = u.refreshPrompts(ctx)
+			err = u.RefreshPrompts(ctx)
 		case mcp.MethodNotificationResourcesListChanged:
-			err = u.refreshResources(ctx)
+			err = u.RefreshResources(ctx)
 		}
 		if err != nil {
-			g.logger.Warn("refreshing after list change", "server", u.spec.Name, "error", err)
+			g.logger.Warn("refreshing after list change", "server", u.Name(), "error", err)
 			return
 		}
 		g.rebuild()
@@ -246,7 +254,7 @@ func (g *Gateway) rebuild() {
 	g.rebuildMu.Lock()
 	defer g.rebuildMu.Unlock()
 	live := g.settings()
-	cat := buildCatalog(g.pool.connected(), metaNames)
+	cat := buildCatalog(g.pool.Connected(), metaNames)
 	// Classifying (token counts) and indexing read the same tools and
 	// write different fields: side by side, start-up waits for the longer
 	// of the two rather than their sum.
@@ -361,8 +369,8 @@ func rawArguments(req mcp.CallToolRequest) json.RawMessage {
 // failure the model can act on comes back as an isError result naming the
 // server, never as a protocol error that would end the model's turn.
 func (g *Gateway) dispatch(ctx context.Context, c call) (*mcp.CallToolResult, error) {
-	u, ok := g.pool.get(c.tool.Server)
-	if why, next := g.pool.down(c.tool.Server); !ok || why != "" {
+	u, ok := g.pool.Get(c.tool.Server)
+	if why, next := g.pool.Down(c.tool.Server); !ok || why != "" {
 		retry := ""
 		if wait := time.Until(next); !next.IsZero() && wait > 0 {
 			retry = fmt.Sprintf(" toolbridge is reconnecting it; next attempt in %s.", wait.Round(100*time.Millisecond))
@@ -384,8 +392,8 @@ func (f *callFailure) Unwrap() error { return f.err }
 
 // forward sends the call upstream with meta as its _meta and decodes the
 // result. A *callFailure says why there is none.
-func (g *Gateway) forward(ctx context.Context, c call, u *upstream, meta map[string]any) (*mcp.CallToolResult, error) {
-	timeout := g.settings().cfg.EffectiveCallTimeout(u.spec.Config)
+func (g *Gateway) forward(ctx context.Context, c call, u *upstream.Conn, meta map[string]any) (*mcp.CallToolResult, error) {
+	timeout := g.settings().cfg.EffectiveCallTimeout(u.Spec().Config)
 	callCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
@@ -393,9 +401,9 @@ func (g *Gateway) forward(ctx context.Context, c call, u *upstream, meta map[str
 	if c.meta != nil {
 		clientToken = c.meta.ProgressToken
 	}
-	active := g.relay.begin(ctx, u, clientToken)
-	defer active.end()
-	if upToken := active.upstreamToken(); upToken != "" {
+	active := g.relay.Begin(ctx, u, clientToken)
+	defer active.End()
+	if upToken := active.UpstreamToken(); upToken != "" {
 		meta["progressToken"] = upToken
 	}
 	params := map[string]any{"name": c.tool.Name}
@@ -405,7 +413,7 @@ func (g *Gateway) forward(ctx context.Context, c call, u *upstream, meta map[str
 	if len(meta) > 0 {
 		params["_meta"] = meta
 	}
-	raw, err := u.request(callCtx, string(mcp.MethodToolsCall), params)
+	raw, err := u.Request(callCtx, string(mcp.MethodToolsCall), params)
 	if err != nil {
 		// The timeout is judged by callCtx: an upstream may give up on the
 		// deadline itself and answer with an error of its own.
@@ -480,8 +488,8 @@ func (g *Gateway) failureResult(ctx context.Context, c call, err error) (*mcp.Ca
 	if !errors.As(err, &f) {
 		return nil, err
 	}
-	var rpcErr *RPCError
-	var tooLarge *tooLargeError
+	var rpcErr *upstream.RPCError
+	var tooLarge *upstream.TooLargeError
 	switch {
 	case ctx.Err() != nil:
 		// The client cancelled or went away: nobody reads a result.
@@ -489,7 +497,7 @@ func (g *Gateway) failureResult(ctx context.Context, c call, err error) (*mcp.Ca
 	case f.timedOut:
 		return toolError("%s did not answer within %s (server %q call timeout). The server may be busy or hung; try again, or raise timeouts.call.", c.tool.ID, f.timeout, c.tool.Server), nil
 	case errors.As(err, &tooLarge):
-		return toolError("Server %q answered %s with more than max_result_bytes (%d bytes), so the result was dropped. Ask for less (a narrower query, a smaller page), or raise max_result_bytes.", c.tool.Server, c.tool.ID, tooLarge.limit), nil
+		return toolError("Server %q answered %s with more than max_result_bytes (%d bytes), so the result was dropped. Ask for less (a narrower query, a smaller page), or raise max_result_bytes.", c.tool.Server, c.tool.ID, tooLarge.Limit), nil
 	case errors.As(err, &rpcErr):
 		return toolError("Server %q rejected the call to %s: %s (JSON-RPC code %d).", c.tool.Server, c.tool.ID, rpcErr.Message, rpcErr.Code), nil
 	default:
@@ -504,7 +512,7 @@ func toolError(format string, args ...any) *mcp.CallToolResult {
 
 func (g *Gateway) promptHandler(p *Prompt) server.PromptHandlerFunc {
 	return func(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-		u, ok := g.pool.get(p.Server)
+		u, ok := g.pool.Get(p.Server)
 		if !ok {
 			return nil, fmt.Errorf("server %q is not connected", p.Server)
 		}
@@ -512,7 +520,7 @@ func (g *Gateway) promptHandler(p *Prompt) server.PromptHandlerFunc {
 		if req.Params.Arguments != nil {
 			params["arguments"] = req.Params.Arguments
 		}
-		raw, err := u.request(ctx, string(mcp.MethodPromptsGet), params)
+		raw, err := u.Request(ctx, string(mcp.MethodPromptsGet), params)
 		if err != nil {
 			return nil, fmt.Errorf("getting prompt %s from %s: %w", p.Prompt.Name, p.Server, err)
 		}
@@ -522,11 +530,11 @@ func (g *Gateway) promptHandler(p *Prompt) server.PromptHandlerFunc {
 
 func (g *Gateway) resourceHandler(serverName string) server.ResourceHandlerFunc {
 	return func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
-		u, ok := g.pool.get(serverName)
+		u, ok := g.pool.Get(serverName)
 		if !ok {
 			return nil, fmt.Errorf("server %q is not connected", serverName)
 		}
-		raw, err := u.request(ctx, string(mcp.MethodResourcesRead), map[string]any{"uri": req.Params.URI})
+		raw, err := u.Request(ctx, string(mcp.MethodResourcesRead), map[string]any{"uri": req.Params.URI})
 		if err != nil {
 			return nil, fmt.Errorf("reading %s from %s: %w", req.Params.URI, serverName, err)
 		}
@@ -561,7 +569,7 @@ func (c completer) CompleteResourceArgument(ctx context.Context, uri string, arg
 }
 
 func (c completer) complete(ctx context.Context, serverName string, ref map[string]any, arg mcp.CompleteArgument, cctx mcp.CompleteContext) (*mcp.Completion, error) {
-	u, ok := c.g.pool.get(serverName)
+	u, ok := c.g.pool.Get(serverName)
 	if !ok {
 		return nil, fmt.Errorf("server %q is not connected", serverName)
 	}
@@ -569,7 +577,7 @@ func (c completer) complete(ctx context.Context, serverName string, ref map[stri
 	if len(cctx.Arguments) > 0 {
 		params["context"] = cctx
 	}
-	raw, err := u.request(ctx, string(mcp.MethodCompletionComplete), params)
+	raw, err := u.Request(ctx, string(mcp.MethodCompletionComplete), params)
 	if err != nil {
 		return nil, fmt.Errorf("completing on %s: %w", serverName, err)
 	}

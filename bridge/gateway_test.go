@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/toolbridge/toolbridge/bridge/upstream"
 	"github.com/toolbridge/toolbridge/config"
 )
 
@@ -70,9 +71,9 @@ func startGateway(t *testing.T, cfg *config.Config, upstreams map[string]*server
 	if err != nil {
 		t.Fatal(err)
 	}
-	var specs []Spec
+	var specs []upstream.Spec
 	for name, s := range upstreams {
-		specs = append(specs, Spec{Name: name, InProcess: s})
+		specs = append(specs, upstream.Spec{Name: name, InProcess: s})
 	}
 	if err := g.Connect(ctx, specs); err != nil {
 		t.Fatalf("Connect: %v", err)
@@ -189,8 +190,8 @@ func TestCallTimeoutIsAToolErrorNamingTheServer(t *testing.T) {
 
 func TestCallToDisconnectedServerIsAToolError(t *testing.T) {
 	g, c := startGateway(t, testConfig(), map[string]*server.MCPServer{"alpha": echoServer("alpha")})
-	u, _ := g.pool.get("alpha")
-	_ = u.close()
+	u, _ := g.pool.Get("alpha")
+	_ = u.Close()
 	res, text := callText(t, c, "echo", map[string]any{"text": "x"})
 	if !res.IsError || !strings.Contains(text, `"alpha"`) {
 		t.Fatalf("want isError naming alpha, got %q (isError %v)", text, res.IsError)

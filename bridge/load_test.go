@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/toolbridge/toolbridge/bridge/upstream"
 	"github.com/toolbridge/toolbridge/config"
 	"github.com/toolbridge/toolbridge/config/toolid"
 )
@@ -97,8 +98,8 @@ func TestLoad(t *testing.T) {
 	var releaseOnce sync.Once
 	defer releaseOnce.Do(func() { close(release) })
 	specs := append(synthUpstreams(t, 400),
-		Spec{Name: "fast", InProcess: echoServer("fast")},
-		Spec{Name: "slow", InProcess: slowServer(release, held)})
+		upstream.Spec{Name: "fast", InProcess: echoServer("fast")},
+		upstream.Spec{Name: "slow", InProcess: slowServer(release, held)})
 	g := newTestGateway(t, config.ModeOn, specs)
 	url := serveHTTPForBench(t, g)
 	queries := keywordQueries(t)

@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/toolbridge/toolbridge/bridge/upstream"
 	"github.com/toolbridge/toolbridge/config"
 	"github.com/toolbridge/toolbridge/config/toolid"
 )
@@ -262,7 +263,7 @@ func TestCatalogHintStaysWithinBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	specs := []Spec{{Name: "issues", InProcess: issueServer()}, {Name: "alpha", InProcess: echoServer("alpha")}}
+	specs := []upstream.Spec{{Name: "issues", InProcess: issueServer()}, {Name: "alpha", InProcess: echoServer("alpha")}}
 	if err := g.Connect(context.Background(), specs); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/toolbridge/toolbridge/bridge/upstream"
 	"github.com/toolbridge/toolbridge/trace"
 )
 
@@ -244,7 +245,7 @@ const protocolMetaPrefix = "io.modelcontextprotocol/"
 // observedCall runs one tool call with its TOOL and CLIENT spans and the
 // configured hooks around it: all of them see the real server and tool,
 // whether the client called it directly or through tool_call.
-func (g *Gateway) observedCall(ctx context.Context, c call, u *upstream) (*mcp.CallToolResult, error) {
+func (g *Gateway) observedCall(ctx context.Context, c call, u *upstream.Conn) (*mcp.CallToolResult, error) {
 	start := time.Now()
 	ctx, toolSpan := g.tel.StartTool(ctx, trace.ToolCall{
 		Server: c.tool.Server, Tool: c.tool.Name, Class: c.tool.Verdict.Class, Via: c.via,
@@ -257,8 +258,8 @@ func (g *Gateway) observedCall(ctx context.Context, c call, u *upstream) (*mcp.C
 	// One call, one set of hooks: a reload closes the old ones only after
 	// the calls that started with them are done.
 	live := g.settings()
-	live.calls.begin()
-	defer live.calls.end()
+	live.calls.Begin()
+	defer live.calls.End()
 	hooks := live.hooks
 	if d, err := hooks.BeforeCall(ctx, hc); err == nil && d.Deny {
 		reason := d.Reason
@@ -271,18 +272,18 @@ func (g *Gateway) observedCall(ctx context.Context, c call, u *upstream) (*mcp.C
 		toolSpan.EndResult(true)
 		return res, nil
 	}
-	host, port := u.address()
+	host, port := u.Address()
 	url := ""
 	if host != "" {
 		url = fmt.Sprintf("http://%s:%d", host, port)
 	}
-	cctx, clientSpan := g.tel.StartClient(ctx, trace.Upstream{Transport: u.spec.Transport(), URL: url})
+	cctx, clientSpan := g.tel.StartClient(ctx, trace.Upstream{Transport: u.Spec().Transport(), URL: url})
 	res, err := g.forward(cctx, c, u, g.upstreamMeta(cctx, c.meta))
-	err = scrubError(err, u.spec.Config)
+	err = upstream.ScrubError(err, u.Spec().Config)
 	result := trace.Result{Value: res, Err: err, Duration: time.Since(start)}
 	if err != nil {
 		code := mcp.INTERNAL_ERROR
-		var rpcErr *RPCError
+		var rpcErr *upstream.RPCError
 		if errors.As(err, &rpcErr) {
 			code = rpcErr.Code
 		}
@@ -295,7 +296,7 @@ func (g *Gateway) observedCall(ctx context.Context, c call, u *upstream) (*mcp.C
 			// The upstream's own error message may quote a secret too.
 			for i, content := range res.Content {
 				if text, ok := content.(mcp.TextContent); ok {
-					text.Text = u.spec.Config.Scrub(text.Text)
+					text.Text = u.Spec().Config.Scrub(text.Text)
 					res.Content[i] = text
 				}
 			}

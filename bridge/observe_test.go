@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	oteltrace "go.opentelemetry.io/otel/trace"
 
+	"github.com/toolbridge/toolbridge/bridge/upstream"
 	"github.com/toolbridge/toolbridge/config"
 	"github.com/toolbridge/toolbridge/config/toolid"
 	"github.com/toolbridge/toolbridge/trace"
@@ -46,9 +47,9 @@ func startTraced(t *testing.T, cfg *config.Config, upstreams map[string]*server.
 	if err != nil {
 		t.Fatal(err)
 	}
-	var specs []Spec
+	var specs []upstream.Spec
 	for name, s := range upstreams {
-		specs = append(specs, Spec{Name: name, InProcess: s})
+		specs = append(specs, upstream.Spec{Name: name, InProcess: s})
 	}
 	if err := g.Connect(context.Background(), specs); err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/toolbridge/toolbridge/bridge/upstream"
 	"github.com/toolbridge/toolbridge/config"
 	"github.com/toolbridge/toolbridge/config/toolid"
 )
@@ -98,8 +99,8 @@ func BenchmarkToolCallAdded(b *testing.B) {
 			b.Fatal(err)
 		}
 		startClient(b, direct)
-		pass := benchGateway(b, config.ModeOff, Spec{Name: "up", InProcess: echoServer("up")})
-		bridged := benchGateway(b, config.ModeOn, Spec{Name: "up", InProcess: echoServer("up")})
+		pass := benchGateway(b, config.ModeOff, upstream.Spec{Name: "up", InProcess: echoServer("up")})
+		bridged := benchGateway(b, config.ModeOn, upstream.Spec{Name: "up", InProcess: echoServer("up")})
 		runAdded(b, direct, pass, bridged, echoCall("echo", false), echoCall("echo", true))
 	})
 	b.Run("upstream=stdio", func(b *testing.B) {
@@ -109,7 +110,7 @@ func BenchmarkToolCallAdded(b *testing.B) {
 			b.Fatal(err)
 		}
 		startClient(b, direct)
-		spec := Spec{Name: "up", Config: config.Server{Command: bin, Args: []string{"math"}}}
+		spec := upstream.Spec{Name: "up", Config: config.Server{Command: bin, Args: []string{"math"}}}
 		pass := benchGateway(b, config.ModeOff, spec)
 		bridged := benchGateway(b, config.ModeOn, spec)
 		runAdded(b, direct, pass, bridged, addCall(false), addCall(true))
@@ -173,13 +174,13 @@ func BenchmarkToolCallBreakdown(b *testing.B) {
 		b.Fatal(err)
 	}
 	startClient(b, direct)
-	g := newTestGateway(b, config.ModeOn, []Spec{{Name: "up", Config: config.Server{Command: bin, Args: []string{"math"}}}})
+	g := newTestGateway(b, config.ModeOn, []upstream.Spec{{Name: "up", Config: config.Server{Command: bin, Args: []string{"math"}}}})
 	c, err := client.NewInProcessClient(g.MCPServer())
 	if err != nil {
 		b.Fatal(err)
 	}
 	startClient(b, c)
-	u, ok := g.pool.get("up")
+	u, ok := g.pool.Get("up")
 	if !ok {
 		b.Fatal("upstream not connected")
 	}
@@ -192,7 +193,7 @@ func BenchmarkToolCallBreakdown(b *testing.B) {
 	}{
 		{"direct", func() error { return resultErr(direct.CallTool(ctx, plain)) }},
 		{"request", func() error {
-			_, err := u.request(ctx, string(mcp.MethodToolsCall), map[string]any{"name": "add", "arguments": rawArgs})
+			_, err := u.Request(ctx, string(mcp.MethodToolsCall), map[string]any{"name": "add", "arguments": rawArgs})
 			return err
 		}},
 		{"handler", func() error { return resultErr(g.handleCall(ctx, meta)) }},
@@ -229,7 +230,7 @@ func BenchmarkToolCallBreakdown(b *testing.B) {
 // resolution, validation, spans and hooks, forwarding and decoding the
 // result, plus the upstream's in-process round trip.
 func BenchmarkToolCallHandler(b *testing.B) {
-	g := newTestGateway(b, config.ModeOn, []Spec{{Name: "up", InProcess: echoServer("up")}})
+	g := newTestGateway(b, config.ModeOn, []upstream.Spec{{Name: "up", InProcess: echoServer("up")}})
 	ctx := context.Background()
 	req := mcp.CallToolRequest{}
 	req.Params.Name = toolid.MetaCall
@@ -372,7 +373,7 @@ func httpSession(tb testing.TB, url string, hc *http.Client) *client.Client {
 // only the session ids. The sessions are ended (DELETE) afterwards.
 func BenchmarkHTTPSessionMemory(b *testing.B) {
 	const sessions = 200
-	g := newTestGateway(b, config.ModeOn, []Spec{{Name: "up", InProcess: echoServer("up")}})
+	g := newTestGateway(b, config.ModeOn, []upstream.Spec{{Name: "up", InProcess: echoServer("up")}})
 	url := serveHTTPForBench(b, g)
 	hc := loopbackHTTPClient(b, 4)
 	post := func(session string, body string) (string, error) {
@@ -437,7 +438,7 @@ func BenchmarkHTTPThroughput(b *testing.B) {
 		runThroughput(b, url, sessions, echoCall("echo", false))
 	})
 	b.Run("path=gateway", func(b *testing.B) {
-		g := newTestGateway(b, config.ModeOn, []Spec{{Name: "up", InProcess: echoServer("up")}})
+		g := newTestGateway(b, config.ModeOn, []upstream.Spec{{Name: "up", InProcess: echoServer("up")}})
 		runThroughput(b, serveHTTPForBench(b, g), sessions, echoCall("echo", true))
 	})
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/toolbridge/toolbridge/bridge/upstream"
 	"github.com/toolbridge/toolbridge/config"
 )
 
@@ -75,17 +76,17 @@ const synthToolsPerServer = 40
 // the MCP reference servers (testdata/reference-servers), schemas and
 // descriptions byte for byte, each copy after the first with a suffix on
 // its name, so searches and parameter summaries work on real shapes.
-func synthUpstreams(tb testing.TB, n int) []Spec {
+func synthUpstreams(tb testing.TB, n int) []upstream.Spec {
 	tb.Helper()
 	base := referenceTools(tb)
-	var specs []Spec
+	var specs []upstream.Spec
 	var up *server.MCPServer
 	names := map[string]bool{}
 	for i := range n {
 		if i%synthToolsPerServer == 0 {
 			name := fmt.Sprintf("srv%04d", i/synthToolsPerServer)
 			up = server.NewMCPServer(name, "1.0.0", server.WithToolCapabilities(true))
-			specs = append(specs, Spec{Name: name, InProcess: up})
+			specs = append(specs, upstream.Spec{Name: name, InProcess: up})
 			clear(names)
 		}
 		tool := base[i%len(base)]
@@ -133,7 +134,7 @@ func keywordQueries(tb testing.TB) []string {
 
 // newTestGateway builds a gateway in front of specs with every tool
 // deferrable (no built-in core names) and closes it at cleanup.
-func newTestGateway(tb testing.TB, mode config.Mode, specs []Spec) *Gateway {
+func newTestGateway(tb testing.TB, mode config.Mode, specs []upstream.Spec) *Gateway {
 	tb.Helper()
 	cfg := config.Default()
 	cfg.Mode = mode

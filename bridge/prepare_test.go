@@ -2,48 +2,14 @@ package bridge
 
 import (
 	"context"
-	"slices"
-	"sync"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/toolbridge/toolbridge/bridge/upstream"
 	"github.com/toolbridge/toolbridge/classify"
 	"github.com/toolbridge/toolbridge/config"
 )
-
-// TestConnectHandsEachServerOverAsItComesUp checks the pool's side of
-// preparing servers early: ready sees every server that connects, once,
-// before the pool serves it, and never one that failed.
-func TestConnectHandsEachServerOverAsItComesUp(t *testing.T) {
-	p := newPool(testConfig(), PoolOptions{}, newRelay())
-	t.Cleanup(func() { _ = p.Close() })
-	var mu sync.Mutex
-	var ready []string
-	specs := []Spec{
-		{Name: "alpha", InProcess: echoServer("alpha")},
-		{Name: "beta", InProcess: echoServer("beta")},
-		{Name: "broken", Config: config.Server{Command: "/nonexistent/toolbridge-test-server"}},
-	}
-	err := p.connect(context.Background(), specs, func(u *upstream) {
-		mu.Lock()
-		defer mu.Unlock()
-		if _, served := p.get(u.spec.Name); served {
-			t.Errorf("%s handed over after the pool serves it", u.spec.Name)
-		}
-		if tools, _, _, _ := u.snapshot(); len(tools) == 0 {
-			t.Errorf("%s handed over before its tools are listed", u.spec.Name)
-		}
-		ready = append(ready, u.spec.Name)
-	})
-	if err == nil {
-		t.Error("Connect did not report the broken server")
-	}
-	slices.Sort(ready)
-	if want := []string{"alpha", "beta"}; !slices.Equal(ready, want) {
-		t.Errorf("handed over %v, want %v", ready, want)
-	}
-}
 
 // TestPrepareIndexesBeforeTheCatalogHasTheServer checks that prepare
 // indexes a server's tools while the catalog does not list it yet, under
@@ -55,7 +21,7 @@ func TestPrepareIndexesBeforeTheCatalogHasTheServer(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = g.Close() })
 	prepared := 0
-	err = g.pool.connect(context.Background(), []Spec{{Name: "alpha", InProcess: echoServer("alpha")}}, func(u *upstream) {
+	err = g.pool.Connect(context.Background(), []upstream.Spec{{Name: "alpha", InProcess: echoServer("alpha")}}, func(u *upstream.Conn) {
 		g.prepare(u)
 		prepared++
 		if n := len(g.Catalog().Tools); n != 0 {
@@ -63,7 +29,7 @@ func TestPrepareIndexesBeforeTheCatalogHasTheServer(t *testing.T) {
 		}
 		g.rebuildMu.Lock()
 		defer g.rebuildMu.Unlock()
-		want, _ := docPrint(buildCatalog([]*upstream{u}, metaNames).Tools, nil)
+		want, _ := docPrint(buildCatalog([]*upstream.Conn{u}, metaNames).Tools, nil)
 		if got, ok := g.serverDocs["alpha"]; !ok || got != want {
 			t.Errorf("after prepare the index holds fingerprint %x (%v), want %x", got, ok, want)
 		}

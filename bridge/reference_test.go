@@ -10,6 +10,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolbridge/toolbridge/bridge/upstream"
 )
 
 // The 13 MCP reference servers of testdata/reference-servers, as tests and
@@ -50,7 +52,7 @@ func catalogServers(tb testing.TB, path string) []referenceServer {
 	for i, s := range cat.Servers {
 		servers[i].name = s.Name
 		for _, r := range s.Tools {
-			t, err := decodeTool(r)
+			t, err := upstream.DecodeTool(r)
 			if err != nil {
 				tb.Fatal(err)
 			}
@@ -84,11 +86,11 @@ func (s referenceServer) serve(startTime time.Duration) *server.MCPServer {
 
 // referenceUpstreams serves each reference server in process, starting at
 // once.
-func referenceUpstreams(tb testing.TB) []Spec {
+func referenceUpstreams(tb testing.TB) []upstream.Spec {
 	tb.Helper()
-	var specs []Spec
+	var specs []upstream.Spec
 	for _, s := range referenceServers(tb) {
-		specs = append(specs, Spec{Name: s.name, InProcess: s.serve(0)})
+		specs = append(specs, upstream.Spec{Name: s.name, InProcess: s.serve(0)})
 	}
 	return specs
 }
@@ -102,4 +104,25 @@ func referenceTools(tb testing.TB) []mcp.Tool {
 		tools = append(tools, s.tools...)
 	}
 	return tools
+}
+
+// BenchmarkDecodeTool decodes the 99 tools of the 13 reference servers
+// (testdata), as listing them does.
+func BenchmarkDecodeTool(b *testing.B) {
+	var raws []json.RawMessage
+	for _, tool := range referenceTools(b) {
+		raw, err := json.Marshal(tool)
+		if err != nil {
+			b.Fatal(err)
+		}
+		raws = append(raws, raw)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, raw := range raws {
+			if _, err := upstream.DecodeTool(raw); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
 }

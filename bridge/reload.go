@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/toolbridge/toolbridge/bridge/upstream"
 	"github.com/toolbridge/toolbridge/classify"
 	"github.com/toolbridge/toolbridge/config"
 	"github.com/toolbridge/toolbridge/trace"
@@ -25,7 +26,7 @@ type settings struct {
 	// calls counts the tool calls that started with these settings: when a
 	// reload replaces the hooks, the old ones (an open audit file) are
 	// closed only after the last of them ends.
-	calls activity
+	calls upstream.Activity
 }
 
 // settings returns the settings in force. Read them once per operation,
@@ -60,7 +61,7 @@ func sameHooks(a, b *config.Config) bool {
 
 // ReloadSummary says what a reload changed.
 type ReloadSummary struct {
-	PoolChange
+	upstream.PoolChange
 	// NeedRestart lists the config sections that changed but are read
 	// only at start: serve (the listener, its security and limits) and
 	// telemetry (the exporter). The rest of the new config is in force.
@@ -79,7 +80,7 @@ type ReloadSummary struct {
 // config did not change keep their connection and process.
 //
 // An error means the new config was rejected and nothing changed.
-func (g *Gateway) Reload(ctx context.Context, cfg *config.Config, specs []Spec) (ReloadSummary, error) {
+func (g *Gateway) Reload(ctx context.Context, cfg *config.Config, specs []upstream.Spec) (ReloadSummary, error) {
 	g.reloadMu.Lock()
 	defer g.reloadMu.Unlock()
 	old := g.settings()
@@ -128,11 +129,11 @@ func (g *Gateway) retireHooks(old *settings) {
 		bound = max(bound, old.cfg.EffectiveCallTimeout(s)+hookRetireSlack)
 	}
 	g.retiring.Go(func() {
-		// The pool's life ends first thing in Close.
-		ctx, cancel := context.WithTimeout(g.pool.life, bound)
+		// The gateway's life ends first thing in Close.
+		ctx, cancel := context.WithTimeout(g.life, bound)
 		defer cancel()
-		if err := old.calls.wait(ctx); err != nil {
-			g.logger.Warn("closing the replaced hooks with calls still running", "calls", old.calls.running())
+		if err := old.calls.Wait(ctx); err != nil {
+			g.logger.Warn("closing the replaced hooks with calls still running", "calls", old.calls.Running())
 		}
 		if err := old.hooks.Close(); err != nil {
 			g.logger.Warn("closing the replaced hooks", "error", err)
@@ -151,8 +152,8 @@ func (g *Gateway) countCalls(next server.ToolHandlerFunc) server.ToolHandlerFunc
 		if g.draining.Load() {
 			return toolError("toolbridge is shutting down, so %s was not run. Call it again once the gateway is back.", req.Params.Name), nil
 		}
-		g.calls.begin()
-		defer g.calls.end()
+		g.calls.Begin()
+		defer g.calls.End()
 		return next(ctx, req)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/toolbridge/toolbridge/bridge/upstream"
 	"github.com/toolbridge/toolbridge/config"
 	"github.com/toolbridge/toolbridge/config/toolid"
 )
@@ -54,7 +55,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 // gatewayWith connects a gateway for cfg to specs, with a client in process.
-func gatewayWith(t *testing.T, cfg *config.Config, specs []Spec) (*Gateway, *client.Client) {
+func gatewayWith(t *testing.T, cfg *config.Config, specs []upstream.Spec) (*Gateway, *client.Client) {
 	t.Helper()
 	g, err := New(cfg, Options{})
 	if err != nil {
@@ -74,17 +75,17 @@ func gatewayWith(t *testing.T, cfg *config.Config, specs []Spec) (*Gateway, *cli
 func TestReloadAddsRemovesAndKeepsServers(t *testing.T) {
 	alpha, beta, gamma := echoServer("alpha"), echoServer("beta"), echoServer("gamma")
 	cfg := testConfig()
-	g, c := gatewayWith(t, cfg, []Spec{{Name: "alpha", InProcess: alpha}, {Name: "beta", InProcess: beta}})
+	g, c := gatewayWith(t, cfg, []upstream.Spec{{Name: "alpha", InProcess: alpha}, {Name: "beta", InProcess: beta}})
 	listChanged := make(chan struct{}, 10)
 	c.OnNotification(func(n mcp.JSONRPCNotification) {
 		if n.Method == string(mcp.MethodNotificationToolsListChanged) {
 			listChanged <- struct{}{}
 		}
 	})
-	keptBefore, _ := g.pool.get("alpha")
+	keptBefore, _ := g.pool.Get("alpha")
 
 	next := *cfg
-	sum, err := g.Reload(context.Background(), &next, []Spec{{Name: "alpha", InProcess: alpha}, {Name: "gamma", InProcess: gamma}})
+	sum, err := g.Reload(context.Background(), &next, []upstream.Spec{{Name: "alpha", InProcess: alpha}, {Name: "gamma", InProcess: gamma}})
 	if err != nil {
 		t.Fatalf("Reload: %v", err)
 	}
@@ -95,7 +96,7 @@ func TestReloadAddsRemovesAndKeepsServers(t *testing.T) {
 	if len(sum.NeedRestart) != 0 {
 		t.Errorf("NeedRestart %v for a config whose serve and telemetry are the same", sum.NeedRestart)
 	}
-	if keptAfter, _ := g.pool.get("alpha"); keptAfter != keptBefore {
+	if keptAfter, _ := g.pool.Get("alpha"); keptAfter != keptBefore {
 		t.Error("alpha's connection was replaced although its spec did not change")
 	}
 	select {
@@ -127,7 +128,7 @@ func TestReloadAddsRemovesAndKeepsServers(t *testing.T) {
 func TestReloadAppliesNewRulesAndReportsRestartOnlySections(t *testing.T) {
 	alpha := echoServer("alpha")
 	cfg := testConfig()
-	g, c := gatewayWith(t, cfg, []Spec{{Name: "alpha", InProcess: alpha}})
+	g, c := gatewayWith(t, cfg, []upstream.Spec{{Name: "alpha", InProcess: alpha}})
 	if names := toolNames(t, c); slices.Contains(names, toolid.MetaSearch) {
 		t.Fatalf("bridge mode before the reload: %v", names)
 	}
@@ -136,7 +137,7 @@ func TestReloadAppliesNewRulesAndReportsRestartOnlySections(t *testing.T) {
 	next.CoreTools = []string{"echo"}
 	next.Serve.Listen = "127.0.0.1:9999"
 	next.Serve.ShutdownGrace = time.Minute // read at shutdown: no restart needed
-	sum, err := g.Reload(context.Background(), &next, []Spec{{Name: "alpha", InProcess: alpha}})
+	sum, err := g.Reload(context.Background(), &next, []upstream.Spec{{Name: "alpha", InProcess: alpha}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,20 +153,20 @@ func TestReloadAppliesNewRulesAndReportsRestartOnlySections(t *testing.T) {
 func TestReloadRejectsBrokenConfigAndKeepsServing(t *testing.T) {
 	alpha := echoServer("alpha")
 	cfg := testConfig()
-	g, c := gatewayWith(t, cfg, []Spec{{Name: "alpha", InProcess: alpha}})
+	g, c := gatewayWith(t, cfg, []upstream.Spec{{Name: "alpha", InProcess: alpha}})
 	before := g.Catalog()
 
 	next := *cfg
 	next.Mode = config.ModeOn
 	next.Hooks = []config.Hook{{Command: "toolbridge-test-no-such-hook-command"}}
-	_, err := g.Reload(context.Background(), &next, []Spec{{Name: "beta", InProcess: echoServer("beta")}})
+	_, err := g.Reload(context.Background(), &next, []upstream.Spec{{Name: "beta", InProcess: echoServer("beta")}})
 	if err == nil || !strings.Contains(err.Error(), "rejecting the new config") || !strings.Contains(err.Error(), "toolbridge-test-no-such-hook-command") {
 		t.Fatalf("Reload with a hook that does not exist: %v, want a rejection naming it", err)
 	}
 	if g.Catalog() != before || g.settings().cfg != cfg {
 		t.Error("a rejected reload changed the catalog or the config")
 	}
-	if _, ok := g.pool.get("beta"); ok {
+	if _, ok := g.pool.Get("beta"); ok {
 		t.Error("a rejected reload connected the new server")
 	}
 	if _, text := callText(t, c, "echo", map[string]any{"text": "still"}); text != "alpha:still" {
@@ -180,18 +181,18 @@ func TestReloadLetsCallsOnReplacedServerFinish(t *testing.T) {
 		t.Fatal(err)
 	}
 	startClient(t, c)
-	old, _ := g.pool.get("gate")
+	old, _ := g.pool.Get("gate")
 	got := callWait(t, c, entered)
 
 	next := *g.settings().cfg
-	sum, err := g.Reload(context.Background(), &next, []Spec{{Name: "alpha", InProcess: echoServer("alpha2")}})
+	sum, err := g.Reload(context.Background(), &next, []upstream.Spec{{Name: "alpha", InProcess: echoServer("alpha2")}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(sum.Removed, []string{"gate"}) || !slices.Equal(sum.Changed, []string{"alpha"}) {
 		t.Errorf("summary %+v", sum)
 	}
-	if old.isClosed() {
+	if old.Closed() {
 		t.Fatal("the replaced upstream was closed with a call still running on it")
 	}
 	if _, text := callText(t, c, "echo", map[string]any{"text": "x"}); text != "alpha2:x" {
@@ -201,7 +202,7 @@ func TestReloadLetsCallsOnReplacedServerFinish(t *testing.T) {
 	if o := <-got; o.err != nil || o.text != "opened" {
 		t.Errorf("the call in flight during the reload: %+v, want its answer", o)
 	}
-	eventually(t, "the replaced upstream is closed once its call ended", old.isClosed)
+	eventually(t, "the replaced upstream is closed once its call ended", old.Closed)
 }
 
 func TestReloadRestartsOnlyChangedStdioServers(t *testing.T) {
@@ -211,13 +212,13 @@ func TestReloadRestartsOnlyChangedStdioServers(t *testing.T) {
 		"math": {Command: bin, Args: []string{"math"}},
 		"text": {Command: bin, Args: []string{"text"}},
 	}
-	g, c := gatewayWith(t, cfg, SpecsFromConfig(cfg))
+	g, c := gatewayWith(t, cfg, upstream.SpecsFromConfig(cfg))
 	pid := func(name string) int {
-		u, ok := g.pool.get(name)
-		if !ok || u.child == nil {
+		u, ok := g.pool.Get(name)
+		if !ok || u.PID() == 0 {
 			t.Fatalf("%s is not a connected stdio server", name)
 		}
-		return u.child.pid()
+		return u.PID()
 	}
 	mathPID, textPID := pid("math"), pid("text")
 	before := toolNames(t, c)
@@ -227,7 +228,7 @@ func TestReloadRestartsOnlyChangedStdioServers(t *testing.T) {
 		"math": {Command: bin, Args: []string{"math"}},
 		"text": {Command: bin, Args: []string{"json"}}, // same name, another server
 	}
-	sum, err := g.Reload(context.Background(), &next, SpecsFromConfig(&next))
+	sum, err := g.Reload(context.Background(), &next, upstream.SpecsFromConfig(&next))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,12 +255,12 @@ func TestReloadReplacesHooksAndClosesTheOldAuditLog(t *testing.T) {
 	cfg := testConfig()
 	cfg.Audit.File = first
 	alpha := echoServer("alpha")
-	g, c := gatewayWith(t, cfg, []Spec{{Name: "alpha", InProcess: alpha}})
+	g, c := gatewayWith(t, cfg, []upstream.Spec{{Name: "alpha", InProcess: alpha}})
 	callText(t, c, "echo", map[string]any{"text": "one"})
 
 	next := *cfg
 	next.Audit.File = second
-	if _, err := g.Reload(context.Background(), &next, []Spec{{Name: "alpha", InProcess: alpha}}); err != nil {
+	if _, err := g.Reload(context.Background(), &next, []upstream.Spec{{Name: "alpha", InProcess: alpha}}); err != nil {
 		t.Fatal(err)
 	}
 	callText(t, c, "raw_schema", map[string]any{"n": 2})
@@ -288,7 +289,7 @@ func gatedGateway(t *testing.T, grace time.Duration) (g *Gateway, release, enter
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = g.Close() })
-	specs := []Spec{{Name: "gate", InProcess: gateServer(release, entered)}, {Name: "alpha", InProcess: echoServer("alpha")}}
+	specs := []upstream.Spec{{Name: "gate", InProcess: gateServer(release, entered)}, {Name: "alpha", InProcess: echoServer("alpha")}}
 	if err := g.Connect(context.Background(), specs); err != nil {
 		t.Fatal(err)
 	}
@@ -411,7 +412,7 @@ func TestHTTPShutdownLetsCallsInFlightFinish(t *testing.T) {
 
 func TestReloadReconnectsOnlyWhatAChangeReaches(t *testing.T) {
 	alpha := echoServer("alpha")
-	specs := []Spec{{Name: "alpha", InProcess: alpha}}
+	specs := []upstream.Spec{{Name: "alpha", InProcess: alpha}}
 	cfg := testConfig()
 	g, _ := gatewayWith(t, cfg, specs)
 
@@ -432,7 +433,7 @@ func TestReloadReconnectsOnlyWhatAChangeReaches(t *testing.T) {
 	if !slices.Equal(sum.Changed, []string{"alpha"}) {
 		t.Errorf("a new max_result_bytes did not reconnect alpha: %+v", sum)
 	}
-	if u, _ := g.pool.get("alpha"); u.maxLine != 1<<20 {
-		t.Errorf("alpha's bound is %d after the reload, want %d", u.maxLine, 1<<20)
+	if u, _ := g.pool.Get("alpha"); u.MessageLimit() != 1<<20 {
+		t.Errorf("alpha's bound is %d after the reload, want %d", u.MessageLimit(), 1<<20)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/toolbridge/toolbridge/bridge/upstream"
 	"github.com/toolbridge/toolbridge/classify"
 	"github.com/toolbridge/toolbridge/config"
 )
@@ -33,7 +34,7 @@ func listedTokens(t *testing.T, g *Gateway) (tools, tokens int) {
 		t.Fatal(err)
 	}
 	for _, raw := range msg.Result.Tools {
-		tool, err := decodeTool(raw) // keeps the schemas' bytes
+		tool, err := upstream.DecodeTool(raw) // keeps the schemas' bytes
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -42,7 +43,7 @@ func listedTokens(t *testing.T, g *Gateway) (tools, tokens int) {
 	return len(msg.Result.Tools), tokens
 }
 
-func gatewayFor(t *testing.T, cfg *config.Config, specs []Spec) *Gateway {
+func gatewayFor(t *testing.T, cfg *config.Config, specs []upstream.Spec) *Gateway {
 	t.Helper()
 	g, err := New(cfg, Options{})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolbridge/toolbridge/bridge/upstream"
 	"github.com/toolbridge/toolbridge/config"
 )
 
@@ -33,11 +34,11 @@ func TestConnectErrorsCarryNoSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	spec := Spec{Name: "remote", Config: config.Server{
+	spec := upstream.Spec{Name: "remote", Config: config.Server{
 		URL:     fmt.Sprintf("http://%s/mcp?api_key=sk-live-SECRET123", addr),
 		Headers: map[string]string{"Authorization": "Bearer tok-SECRET456"},
 	}}
-	if err := g.Connect(context.Background(), []Spec{spec}); err == nil {
+	if err := g.Connect(context.Background(), []upstream.Spec{spec}); err == nil {
 		t.Fatal("connecting to a closed port succeeded")
 	}
 	status, _ := json.Marshal(g.Pool().Statuses())

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/toolbridge/toolbridge/bridge/upstream"
 	"github.com/toolbridge/toolbridge/config"
 )
 
@@ -56,12 +57,12 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, e
 // Close). The caller resets g.draining once its transport has stopped: the
 // gateway may be served again (tests and benchmarks serve one gateway many
 // times).
-func (g *Gateway) drain(grace time.Duration, running *activity) bool {
+func (g *Gateway) drain(grace time.Duration, running *upstream.Activity) bool {
 	g.draining.Store(true)
 	ctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
-	if running.wait(ctx) != nil {
-		g.logger.Warn("shutdown grace period over; cancelling what is still running", "grace", grace, "running", running.running())
+	if running.Wait(ctx) != nil {
+		g.logger.Warn("shutdown grace period over; cancelling what is still running", "grace", grace, "running", running.Running())
 		return false
 	}
 	return true
@@ -112,8 +113,8 @@ func (g *Gateway) httpHandler() (http.Handler, func(context.Context)) {
 func (g *Gateway) countRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet {
-			g.requests.begin()
-			defer g.requests.end()
+			g.requests.Begin()
+			defer g.requests.End()
 		}
 		next.ServeHTTP(w, r)
 	})

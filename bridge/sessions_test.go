@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/toolbridge/toolbridge/bridge/upstream"
 	"github.com/toolbridge/toolbridge/config"
 )
 
@@ -30,7 +31,7 @@ func httpGateway(t *testing.T, serve func(*config.Serve)) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := g.Connect(context.Background(), []Spec{{Name: "up", InProcess: echoServer("up")}}); err != nil {
+	if err := g.Connect(context.Background(), []upstream.Spec{{Name: "up", InProcess: echoServer("up")}}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = g.Close() })

@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/toolbridge/toolbridge/bridge/upstream"
 	"github.com/toolbridge/toolbridge/config"
 )
 
@@ -47,10 +48,10 @@ func BenchmarkStartupInProcess(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			// Fresh servers for every measurement: a server waits its
 			// start time only once.
-			specs := func() []Spec {
-				specs := make([]Spec, len(servers))
+			specs := func() []upstream.Spec {
+				specs := make([]upstream.Spec, len(servers))
 				for i, s := range servers {
-					specs[i] = Spec{Name: s.name, InProcess: s.serve(step * time.Duration(i+1))}
+					specs[i] = upstream.Spec{Name: s.name, InProcess: s.serve(step * time.Duration(i+1))}
 				}
 				return specs
 			}
@@ -91,7 +92,7 @@ func timeDirect(b *testing.B, srv *server.MCPServer) time.Duration {
 
 // timeGateway returns how long a gateway in front of specs takes from its
 // creation to its first tools/list answer, and closes it.
-func timeGateway(b *testing.B, specs []Spec) time.Duration {
+func timeGateway(b *testing.B, specs []upstream.Spec) time.Duration {
 	b.Helper()
 	start := time.Now()
 	cfg := config.Default()

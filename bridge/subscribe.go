@@ -5,6 +5,8 @@ import (
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/toolbridge/toolbridge/bridge/upstream"
 )
 
 // subscriptions forwards resource subscriptions upstream. mcp-go keeps each
@@ -57,26 +59,26 @@ func (s *subscriptions) forward(uri, method string) {
 	if u == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.g.settings().cfg.EffectiveCallTimeout(u.spec.Config))
+	ctx, cancel := context.WithTimeout(context.Background(), s.g.settings().cfg.EffectiveCallTimeout(u.Spec().Config))
 	defer cancel()
-	if _, err := u.request(ctx, method, map[string]any{"uri": uri}); err != nil {
-		s.g.logger.Debug("forwarding resource subscription", "server", u.spec.Name, "uri", uri, "method", method, "error", err)
+	if _, err := u.Request(ctx, method, map[string]any{"uri": uri}); err != nil {
+		s.g.logger.Debug("forwarding resource subscription", "server", u.Name(), "uri", uri, "method", method, "error", err)
 	}
 }
 
 // resourceOwner returns the upstream that lists uri as a resource, or whose
 // resource template matches it.
-func (g *Gateway) resourceOwner(uri string) *upstream {
+func (g *Gateway) resourceOwner(uri string) *upstream.Conn {
 	cat := g.Catalog()
 	for _, r := range cat.Resources {
 		if r.Resource.URI == uri {
-			u, _ := g.pool.get(r.Server)
+			u, _ := g.pool.Get(r.Server)
 			return u
 		}
 	}
 	for _, t := range cat.Templates {
 		if t.Template.URITemplate != nil && t.Template.URITemplate.Regexp().MatchString(uri) {
-			u, _ := g.pool.get(t.Server)
+			u, _ := g.pool.Get(t.Server)
 			return u
 		}
 	}

@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/toolbridge/toolbridge/bridge"
+	"github.com/toolbridge/toolbridge/bridge/upstream"
 	"github.com/toolbridge/toolbridge/config"
 	"github.com/toolbridge/toolbridge/examples/demo"
 )
@@ -45,10 +45,10 @@ mode says otherwise; a config file given with -c adds its servers.`,
 
 // demoSpecs are the in-process example servers, plus any servers the
 // config names.
-func demoSpecs(cfg *config.Config) []bridge.Spec {
-	var specs []bridge.Spec
+func demoSpecs(cfg *config.Config) []upstream.Spec {
+	var specs []upstream.Spec
 	for _, s := range demo.Servers() {
-		specs = append(specs, bridge.Spec{Name: s.Name, Config: config.Server{Description: s.Description}, InProcess: s.MCP})
+		specs = append(specs, upstream.Spec{Name: s.Name, Config: config.Server{Description: s.Description}, InProcess: s.MCP})
 	}
-	return append(specs, bridge.SpecsFromConfig(cfg)...)
+	return append(specs, upstream.SpecsFromConfig(cfg)...)
 }

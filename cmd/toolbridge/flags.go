@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/toolbridge/toolbridge/bridge"
+	"github.com/toolbridge/toolbridge/bridge/upstream"
 	"github.com/toolbridge/toolbridge/config"
 )
 
@@ -109,12 +109,12 @@ var errNoServers = errors.New("no servers configured: give the config file with 
 
 // loadWithServers loads the config and its servers, and refuses an empty
 // server list: a command that lists or calls tools has nothing to do then.
-func (f *configFlags) loadWithServers(environ []string) (*config.Config, []bridge.Spec, error) {
+func (f *configFlags) loadWithServers(environ []string) (*config.Config, []upstream.Spec, error) {
 	cfg, err := f.load(environ)
 	if err != nil {
 		return nil, nil, err
 	}
-	specs := bridge.SpecsFromConfig(cfg)
+	specs := upstream.SpecsFromConfig(cfg)
 	if len(specs) == 0 {
 		return nil, nil, errNoServers
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/toolbridge/toolbridge/bridge"
+	"github.com/toolbridge/toolbridge/bridge/upstream"
 	"github.com/toolbridge/toolbridge/config"
 )
 
@@ -102,7 +103,7 @@ func (r *reloader) reload(ctx context.Context, g *bridge.Gateway) {
 		r.rejected(fmt.Errorf("loading config:\n%w", indentErrors(err)))
 		return
 	}
-	sum, err := g.Reload(ctx, cfg, bridge.SpecsFromConfig(cfg))
+	sum, err := g.Reload(ctx, cfg, upstream.SpecsFromConfig(cfg))
 	if err != nil {
 		r.rejected(err)
 		return

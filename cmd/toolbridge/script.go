@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/toolbridge/toolbridge/bridge"
+	"github.com/toolbridge/toolbridge/bridge/upstream"
 	"github.com/toolbridge/toolbridge/config"
 )
 
@@ -44,7 +45,7 @@ var demoScript = []scriptStep{
 // TypeScript SDK, MCP Inspector) would reject it: an answer of a tool that
 // declares an output schema must carry structuredContent that validates
 // against it.
-func runScript(ctx context.Context, cfg *config.Config, specs []bridge.Spec, io stdio, environ []string) error {
+func runScript(ctx context.Context, cfg *config.Config, specs []upstream.Spec, io stdio, environ []string) error {
 	fmt.Fprintf(io.out, "== Connecting to %d demo servers\n", len(specs))
 	s, err := openSession(ctx, cfg, specs, io.out, environ)
 	if err != nil {

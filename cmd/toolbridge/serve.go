@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/toolbridge/toolbridge/bridge"
+	"github.com/toolbridge/toolbridge/bridge/upstream"
 	"github.com/toolbridge/toolbridge/config"
 )
 
@@ -37,7 +38,7 @@ reloads it whenever its file changes.`,
 			return usageError{cmd: cmd, err: err}
 		}
 		defer stop()
-		specs := bridge.SpecsFromConfig(cfg)
+		specs := upstream.SpecsFromConfig(cfg)
 		if len(specs) == 0 {
 			fmt.Fprintln(a.io.err, "toolbridge: warning: no servers configured (give -c FILE, or try 'toolbridge demo')")
 		}
@@ -50,7 +51,7 @@ reloads it whenever its file changes.`,
 // the client closes stdin. Upstreams that fail to start are reported and
 // left out; the gateway serves the rest. r, if not nil, reloads the config
 // meanwhile.
-func serve(ctx context.Context, cfg *config.Config, specs []bridge.Spec, logger *slog.Logger, io stdio, environ []string, r *reloader) error {
+func serve(ctx context.Context, cfg *config.Config, specs []upstream.Spec, logger *slog.Logger, io stdio, environ []string, r *reloader) error {
 	// Bind first: a port that is taken should fail before children start.
 	var ln net.Listener
 	if cfg.Serve.Transport == config.ServeHTTP {

@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/toolbridge/toolbridge/bridge"
+	"github.com/toolbridge/toolbridge/bridge/upstream"
 	"github.com/toolbridge/toolbridge/config"
 )
 
@@ -22,7 +23,7 @@ type session struct {
 	c *client.Client
 }
 
-func openSession(ctx context.Context, cfg *config.Config, specs []bridge.Spec, progress io.Writer, environ []string) (*session, error) {
+func openSession(ctx context.Context, cfg *config.Config, specs []upstream.Spec, progress io.Writer, environ []string) (*session, error) {
 	g, err := bridge.New(cfg, bridge.Options{Environ: environ, Progress: progress})
 	if err != nil {
 		return nil, err

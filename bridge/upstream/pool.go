@@ -1,4 +1,4 @@
-package bridge
+package upstream
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"reflect"
 	"slices"
 	"sort"
 	"sync"
@@ -37,7 +36,7 @@ type Pool struct {
 	cfg      atomic.Pointer[config.Config]
 	environ  []string
 	progress io.Writer
-	relay    *relay
+	relay    *Relay
 
 	life   context.Context
 	cancel context.CancelFunc
@@ -47,13 +46,15 @@ type Pool struct {
 	// retiring are the upstreams a reload replaced, closing once their
 	// last request ends; Close waits for them too.
 	retiring sync.WaitGroup
-	// onChange is called after a server reconnected, so the gateway
+	// onReconnect is called after a server reconnected, so the gateway
 	// republishes the catalog.
-	onChange func()
+	onReconnect func()
+	// version is toolbridge's own, sent to every server in initialize.
+	version string
 
 	mu       sync.RWMutex
 	specs    map[string]Spec
-	ups      map[string]*upstream
+	ups      map[string]*Conn
 	statuses map[string]ServerStatus
 	// sups holds each supervised server's current supervisor; one that a
 	// reload replaced or removed finds itself missing here and stops.
@@ -71,17 +72,25 @@ type PoolOptions struct {
 	// Progress receives one line per server as it comes up or fails; nil
 	// discards them. In stdio mode this must be stderr, never stdout.
 	Progress io.Writer
+	// Version is toolbridge's version, sent to the servers in initialize.
+	Version string
+	// OnReconnect, if not nil, is called after the supervisor reconnected
+	// a server whose connection was lost (or that never came up).
+	OnReconnect func()
 }
 
-func newPool(cfg *config.Config, opts PoolOptions, r *relay) *Pool {
+// NewPool returns a pool for cfg that connects nothing yet (see Connect).
+// r carries what the servers send toward the clients; it may be
+// NewRelay(nil, nil) when there are none.
+func NewPool(cfg *config.Config, opts PoolOptions, r *Relay) *Pool {
 	life, cancel := context.WithCancel(context.Background())
 	if opts.Progress == nil {
 		opts.Progress = io.Discard
 	}
 	p := &Pool{
-		environ: opts.Environ, progress: opts.Progress, relay: r,
+		environ: opts.Environ, progress: opts.Progress, relay: r, version: opts.Version, onReconnect: opts.OnReconnect,
 		life: life, cancel: cancel,
-		specs: map[string]Spec{}, ups: map[string]*upstream{}, statuses: map[string]ServerStatus{},
+		specs: map[string]Spec{}, ups: map[string]*Conn{}, statuses: map[string]ServerStatus{},
 		sups: map[string]*supervisor{},
 	}
 	p.cfg.Store(cfg)
@@ -91,7 +100,7 @@ func newPool(cfg *config.Config, opts PoolOptions, r *relay) *Pool {
 // dialed is the outcome of one server's connection attempt.
 type dialed struct {
 	spec Spec
-	u    *upstream // nil when err is set
+	u    *Conn // nil when err is set
 	took time.Duration
 	err  error
 }
@@ -101,18 +110,15 @@ type dialed struct {
 // that fails does not stop the others: Connect returns once every server has
 // connected or failed, and the error lists the ones that failed. Failed
 // servers are retried in the background (see supervise).
-func (p *Pool) Connect(ctx context.Context, specs []Spec) error {
-	return p.connect(ctx, specs, nil)
-}
-
-// connect is Connect that also hands each server that comes up to ready,
-// if not nil, as it comes up (one at a time, in the order they come up),
-// before the pool serves it. The gateway uses it to do a server's share of
-// the catalog's work while slower servers are still starting.
-func (p *Pool) connect(ctx context.Context, specs []Spec, ready func(*upstream)) error {
+//
+// Each server that comes up is handed to ready, if not nil, as it comes up
+// (one at a time, in the order they come up), before the pool serves it.
+// The gateway uses it to do a server's share of the catalog's work while
+// slower servers are still starting.
+func (p *Pool) Connect(ctx context.Context, specs []Spec, ready func(*Conn)) error {
 	outcomes, err := p.dialAll(ctx, specs, ready)
 	p.mu.Lock()
-	var replaced []*upstream
+	var replaced []*Conn
 	for _, o := range outcomes {
 		if old := p.install(o); old != nil {
 			replaced = append(replaced, old)
@@ -120,7 +126,7 @@ func (p *Pool) connect(ctx context.Context, specs []Spec, ready func(*upstream))
 	}
 	p.mu.Unlock()
 	for _, u := range replaced {
-		_ = u.close()
+		_ = u.Close()
 	}
 	for _, o := range outcomes {
 		p.supervise(o.spec, o.u)
@@ -131,7 +137,7 @@ func (p *Pool) connect(ctx context.Context, specs []Spec, ready func(*upstream))
 // dialAll dials specs in parallel and reports each as it comes up or
 // fails, handing each that comes up to ready if it is not nil. The error
 // joins the failures.
-func (p *Pool) dialAll(ctx context.Context, specs []Spec, ready func(*upstream)) ([]dialed, error) {
+func (p *Pool) dialAll(ctx context.Context, specs []Spec, ready func(*Conn)) ([]dialed, error) {
 	results := make(chan dialed, len(specs))
 	for _, spec := range specs {
 		go func() {
@@ -148,7 +154,7 @@ func (p *Pool) dialAll(ctx context.Context, specs []Spec, ready func(*upstream))
 			fmt.Fprintf(p.progress, "toolbridge: ✗ %-20s %-15s failed after %d ms: %v\n",
 				o.spec.Name, o.spec.Transport(), o.took.Milliseconds(), o.err)
 		} else {
-			tools, _, _, _ := o.u.snapshot()
+			tools, _, _, _ := o.u.Snapshot()
 			fmt.Fprintf(p.progress, "toolbridge: ✓ %-20s %-15s %4d tools %6d ms\n",
 				o.spec.Name, o.spec.Transport(), len(tools), o.took.Milliseconds())
 			if ready != nil {
@@ -162,7 +168,7 @@ func (p *Pool) dialAll(ctx context.Context, specs []Spec, ready func(*upstream))
 
 // install records a dial's outcome as the server's state and returns the
 // upstream it replaced, if any, for the caller to close. p.mu is held.
-func (p *Pool) install(o dialed) (replaced *upstream) {
+func (p *Pool) install(o dialed) (replaced *Conn) {
 	status := ServerStatus{Name: o.spec.Name, Transport: o.spec.Transport(), Took: o.took}
 	p.specs[o.spec.Name] = o.spec
 	replaced = p.ups[o.spec.Name]
@@ -170,7 +176,7 @@ func (p *Pool) install(o dialed) (replaced *upstream) {
 	if o.err != nil {
 		status.Error = o.err.Error()
 	} else {
-		tools, _, _, _ := o.u.snapshot()
+		tools, _, _, _ := o.u.Snapshot()
 		status.Connected, status.Tools = true, len(tools)
 		p.ups[o.spec.Name] = o.u
 	}
@@ -235,14 +241,14 @@ func (p *Pool) Reload(ctx context.Context, cfg *config.Config, specs []Spec) (ch
 		p.cfg.Store(old)
 		for _, o := range outcomes {
 			if o.u != nil {
-				_ = o.u.close()
+				_ = o.u.Close()
 			}
 		}
 		return PoolChange{}, func() {}, fmt.Errorf("reloading: %w", ctx.Err())
 	}
 
 	p.mu.Lock()
-	var replaced []*upstream
+	var replaced []*Conn
 	for _, name := range append(slices.Clone(change.Removed), change.Changed...) {
 		if sup := p.sups[name]; sup != nil {
 			sup.stop()
@@ -270,29 +276,24 @@ func (p *Pool) Reload(ctx context.Context, cfg *config.Config, specs []Spec) (ch
 	return change, retire, err
 }
 
-// sameSpec reports whether a reload can keep a server's connection.
-func sameSpec(a, b Spec) bool {
-	return a.InProcess == b.InProcess && reflect.DeepEqual(a.Config, b.Config)
-}
-
 // retire closes u once its requests in flight have ended, or its call
 // timeout has passed, or the pool closes, whichever is first.
-func (p *Pool) retire(u *upstream) {
+func (p *Pool) retire(u *Conn) {
 	timeout := p.cfg.Load().EffectiveCallTimeout(u.spec.Config)
 	p.retiring.Go(func() {
 		ctx, cancel := context.WithTimeout(p.life, timeout)
 		defer cancel()
-		_ = u.inflight.wait(ctx)
-		_ = u.close()
+		_ = u.inflight.Wait(ctx)
+		_ = u.Close()
 	})
 }
 
 // dial makes one connection attempt, bounded by the connect timeout. On
 // failure the server is stopped and the error says what it left behind.
-func (p *Pool) dial(ctx context.Context, spec Spec) (*upstream, time.Duration, error) {
+func (p *Pool) dial(ctx context.Context, spec Spec) (*Conn, time.Duration, error) {
 	start := time.Now()
 	cfg := p.cfg.Load()
-	u := newUpstream(spec, p.environ, p.relay)
+	u := newConn(spec, p.environ, p.relay, p.version)
 	u.maxLine = cfg.MaxResultBytes
 	timeout := cfg.EffectiveConnectTimeout(spec.Config)
 	cctx, cancel := context.WithTimeout(ctx, timeout)
@@ -304,7 +305,7 @@ func (p *Pool) dial(ctx context.Context, spec Spec) (*upstream, time.Duration, e
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			err = fmt.Errorf("%w (connect timeout %s)", err, timeout)
 		}
-		return nil, took, scrubError(u.abort(err), spec.Config)
+		return nil, took, ScrubError(u.abort(err), spec.Config)
 	}
 	u.watch()
 	return u, took, nil
@@ -315,8 +316,8 @@ func (p *Pool) dial(ctx context.Context, spec Spec) (*upstream, time.Duration, e
 // up), it reconnects with exponential backoff (restart.initial, doubling up
 // to restart.max). Meanwhile the server's tools stay in the catalog and
 // calls to them get an error naming the server and the next attempt (see
-// Pool.down). In-process servers cannot be lost and are not supervised.
-func (p *Pool) supervise(spec Spec, u *upstream) {
+// Pool.Down). In-process servers cannot be lost and are not supervised.
+func (p *Pool) supervise(spec Spec, u *Conn) {
 	if spec.InProcess != nil {
 		return
 	}
@@ -366,13 +367,13 @@ func (p *Pool) supervise(spec Spec, u *upstream) {
 				p.setDown(sup, spec.Name, err.Error(), time.Now().Add(delay))
 				continue
 			}
-			tools, _, _, _ := next.snapshot()
+			tools, _, _, _ := next.Snapshot()
 			p.mu.Lock()
 			if p.sups[spec.Name] != sup || ctx.Err() != nil {
 				// Replaced or removed by a reload, or the pool is closing,
 				// while this attempt was under way: it is not wanted.
 				p.mu.Unlock()
-				_ = next.close()
+				_ = next.Close()
 				return
 			}
 			old := p.ups[spec.Name]
@@ -383,12 +384,12 @@ func (p *Pool) supervise(spec Spec, u *upstream) {
 			p.statuses[spec.Name] = st
 			p.mu.Unlock()
 			if old != nil {
-				_ = old.close()
+				_ = old.Close()
 			}
 			fmt.Fprintf(p.progress, "toolbridge: ✓ %-20s %-15s %4d tools %6d ms (reconnected)\n",
 				spec.Name, spec.Transport(), len(tools), took.Milliseconds())
-			if p.onChange != nil {
-				p.onChange()
+			if p.onReconnect != nil {
+				p.onReconnect()
 			}
 			u = next
 		}
@@ -436,7 +437,7 @@ func (e *scrubbedError) Unwrap() error { return e.err }
 // scrubError masks s's secrets (URL tokens, header and env values) in
 // err's message: transport errors quote URLs and may echo headers, and
 // these messages reach logs, spans and the model.
-func scrubError(err error, s config.Server) error {
+func ScrubError(err error, s config.Server) error {
 	if err == nil {
 		return nil
 	}
@@ -450,9 +451,9 @@ func scrubError(err error, s config.Server) error {
 // minRestartDelay keeps a zero restart setting from becoming a tight loop.
 const minRestartDelay = 50 * time.Millisecond
 
-// down reports why a configured server cannot take calls now and when the
+// Down reports why a configured server cannot take calls now and when the
 // supervisor tries again; why is "" for a server that is up.
-func (p *Pool) down(name string) (why string, next time.Time) {
+func (p *Pool) Down(name string) (why string, next time.Time) {
 	p.mu.RLock()
 	u := p.ups[name]
 	st, known := p.statuses[name]
@@ -491,11 +492,11 @@ func (p *Pool) Statuses() []ServerStatus {
 	return out
 }
 
-// connected returns the connected upstreams sorted by name.
-func (p *Pool) connected() []*upstream {
+// Connected returns the connected upstreams sorted by name.
+func (p *Pool) Connected() []*Conn {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	out := make([]*upstream, 0, len(p.ups))
+	out := make([]*Conn, 0, len(p.ups))
 	for _, u := range p.ups {
 		out = append(out, u)
 	}
@@ -503,7 +504,8 @@ func (p *Pool) connected() []*upstream {
 	return out
 }
 
-func (p *Pool) get(name string) (*upstream, bool) {
+// Get returns the named server's connection, if it has one.
+func (p *Pool) Get(name string) (*Conn, bool) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	u, ok := p.ups[name]
@@ -517,13 +519,13 @@ func (p *Pool) Close() error {
 	p.retiring.Wait()
 	p.mu.Lock()
 	ups := p.ups
-	p.ups = map[string]*upstream{}
+	p.ups = map[string]*Conn{}
 	p.mu.Unlock()
 	var wg sync.WaitGroup
 	errs := make(chan error, len(ups))
 	for name, u := range ups {
 		wg.Go(func() {
-			if err := u.close(); err != nil {
+			if err := u.Close(); err != nil {
 				errs <- fmt.Errorf("closing %s: %w", name, err)
 			}
 		})
@@ -535,17 +537,4 @@ func (p *Pool) Close() error {
 		all = append(all, err)
 	}
 	return errors.Join(all...)
-}
-
-// SpecsFromConfig returns a Spec for every enabled server, sorted by name.
-func SpecsFromConfig(cfg *config.Config) []Spec {
-	specs := make([]Spec, 0, len(cfg.Servers))
-	for name, s := range cfg.Servers {
-		if s.Disabled {
-			continue
-		}
-		specs = append(specs, Spec{Name: name, Config: s})
-	}
-	sort.Slice(specs, func(i, j int) bool { return specs[i].Name < specs[j].Name })
-	return specs
 }

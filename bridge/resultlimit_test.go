@@ -1,11 +1,9 @@
 package bridge
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -21,214 +19,9 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/toolbridge/toolbridge/bridge/upstream"
 	"github.com/toolbridge/toolbridge/config"
 )
-
-// fakeRoundTripper answers every request with its response.
-type fakeRoundTripper struct{ resp *http.Response }
-
-func (f fakeRoundTripper) RoundTrip(*http.Request) (*http.Response, error) { return f.resp, nil }
-
-// countingReader serves body and counts what was read from it.
-type countingReader struct {
-	r    io.Reader
-	read int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.read += int64(n)
-	return n, err
-}
-
-func (c *countingReader) Close() error { return nil }
-
-// endless is an io.Reader of the byte b, without end.
-type endless byte
-
-func (e endless) Read(p []byte) (int, error) {
-	for i := range p {
-		p[i] = byte(e)
-	}
-	return len(p), nil
-}
-
-func TestLimitTransportBoundsBodies(t *testing.T) {
-	const limit = 1000
-	lines := func(n, size int) string {
-		var b strings.Builder
-		for range n {
-			b.WriteString(strings.Repeat("x", size-1) + "\n")
-		}
-		return b.String()
-	}
-	for _, tc := range []struct {
-		name        string
-		contentType string
-		body        io.Reader
-		length      int64 // the Content-Length header; -1 for none
-		tooLarge    bool
-		wantPrefix  string // what the reader gets before failing, if it fails
-	}{
-		{name: "json under", contentType: "application/json", body: strings.NewReader(strings.Repeat("a", limit-1)), length: -1},
-		{name: "json at", contentType: "application/json", body: strings.NewReader(strings.Repeat("a", limit)), length: -1},
-		{name: "json over", contentType: "application/json", body: strings.NewReader(strings.Repeat("a", limit+1)), length: -1, tooLarge: true},
-		{name: "json over by lines", contentType: "application/json; charset=utf-8", body: strings.NewReader(lines(20, 100)), length: -1, tooLarge: true},
-		{name: "json endless", contentType: "application/json", body: endless('a'), length: -1, tooLarge: true},
-		{name: "json content-length over", contentType: "application/json", body: strings.NewReader(strings.Repeat("a", limit+1)), length: limit + 1, tooLarge: true},
-		{name: "json content-length at", contentType: "application/json", body: strings.NewReader(strings.Repeat("a", limit)), length: limit},
-		{name: "no content type over", body: strings.NewReader(strings.Repeat("a", limit+1)), length: -1, tooLarge: true},
-		{name: "text error body over", contentType: "text/plain", body: strings.NewReader(strings.Repeat("a", 2*limit)), length: -1, tooLarge: true},
-		{name: "sse line at", contentType: "text/event-stream", body: strings.NewReader("data: " + strings.Repeat("a", limit-6) + "\n\n"), length: -1},
-		{name: "sse line over", contentType: "text/event-stream", body: strings.NewReader("data: " + strings.Repeat("a", limit-5) + "\n\n"), length: -1, tooLarge: true},
-		{name: "sse endless line", contentType: "text/event-stream", body: endless('a'), length: -1, tooLarge: true},
-		{name: "sse many small lines", contentType: "text/event-stream; charset=utf-8", body: strings.NewReader(lines(1000, 100)), length: -1},
-		{name: "sse lines up to the limit", contentType: "text/event-stream", body: strings.NewReader(lines(50, limit+1)), length: -1},
-		{
-			name: "sse good lines then one over", contentType: "text/event-stream",
-			body:   strings.NewReader(lines(3, 10) + strings.Repeat("b", limit+1) + "\n"),
-			length: -1, tooLarge: true,
-			// Every line before the long one, whatever the read sizes.
-			wantPrefix: lines(3, 10),
-		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			src := &countingReader{r: tc.body}
-			h := http.Header{}
-			if tc.contentType != "" {
-				h.Set("Content-Type", tc.contentType)
-			}
-			tr := &limitTransport{limit: limit, next: fakeRoundTripper{&http.Response{
-				StatusCode: http.StatusOK, Header: h, Body: src, ContentLength: tc.length,
-			}}}
-			ctx, over := watchOverflow(context.Background())
-			req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://127.0.0.1/mcp", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp, err := tr.RoundTrip(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			// Reads of one byte and of a large buffer meet the bound alike.
-			got, err := io.ReadAll(bufio.NewReaderSize(resp.Body, 16))
-			if !tc.tooLarge {
-				if err != nil {
-					t.Fatalf("read failed: %v", err)
-				}
-				if over.failed() != nil {
-					t.Fatalf("overflow reported for a body in bounds: %v", over.failed())
-				}
-				return
-			}
-			var tl *tooLargeError
-			if !errors.As(err, &tl) || tl.limit != limit {
-				t.Fatalf("err = %v, want a *tooLargeError for %d bytes", err, limit)
-			}
-			if want := "max_result_bytes (1000 bytes)"; !strings.Contains(err.Error(), want) {
-				t.Fatalf("error %q does not name the limit (%q)", err, want)
-			}
-			if !errors.Is(over.failed(), err) {
-				t.Fatalf("the request's overflow = %v, want %v", over.failed(), err)
-			}
-			if !strings.HasPrefix(string(got), tc.wantPrefix) {
-				t.Fatalf("the lines before the long one were not all passed on: got %d bytes", len(got))
-			}
-			// Bounded: the limiter reads at most one byte past the limit
-			// of the body, or of the line since the last newline passed on.
-			counted := int64(len(got))
-			if strings.HasPrefix(tc.contentType, "text/event-stream") {
-				counted -= int64(bytes.LastIndexByte(got, '\n') + 1)
-			}
-			if counted > limit {
-				t.Fatalf("passed on %d bytes of the message, want at most %d", counted, limit)
-			}
-			if rest := src.read - int64(len(got)) + counted; rest > limit+1 {
-				t.Fatalf("read %d bytes of the message from the body, want at most %d", rest, limit+1)
-			}
-			if tc.length > limit && src.read != 0 {
-				t.Fatalf("read %d bytes of a body whose Content-Length is over the limit", src.read)
-			}
-			// The failure sticks.
-			if n, err := resp.Body.Read(make([]byte, 10)); n != 0 || !errors.As(err, &tl) {
-				t.Fatalf("read after the failure = %d, %v", n, err)
-			}
-		})
-	}
-}
-
-func TestLimitTransportWithoutOverflowInContext(t *testing.T) {
-	tr := &limitTransport{limit: 10, next: fakeRoundTripper{&http.Response{
-		StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"text/event-stream"}},
-		Body: io.NopCloser(strings.NewReader(strings.Repeat("z", 11))), ContentLength: -1,
-	}}}
-	req, err := http.NewRequest(http.MethodGet, "http://127.0.0.1/mcp", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := tr.RoundTrip(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var tl *tooLargeError
-	if _, err := io.ReadAll(resp.Body); !errors.As(err, &tl) {
-		t.Fatalf("err = %v, want a *tooLargeError", err)
-	}
-}
-
-// chunkReader returns at most n bytes a read, so that reads end anywhere.
-type chunkReader struct {
-	r io.Reader
-	n int
-}
-
-func (c chunkReader) Read(p []byte) (int, error) { return c.r.Read(p[:min(len(p), c.n)]) }
-
-// FuzzLimitedBody checks the bound on any body, limit and read sizes: a
-// body in bounds comes through unchanged; one out of bounds fails with a
-// *tooLargeError after passing on a prefix that holds everything before
-// the long message (per line: every complete line before it) and no more
-// than limit bytes of it.
-func FuzzLimitedBody(f *testing.F) {
-	f.Add([]byte("data: {}\n\n"), uint16(8), true, uint8(3), uint8(7))
-	f.Add([]byte("aaaa\nbbbbbbbbbb\ncc"), uint16(5), true, uint8(1), uint8(64))
-	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`), uint16(36), false, uint8(5), uint8(5))
-	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`), uint16(35), false, uint8(255), uint8(1))
-	f.Add([]byte{}, uint16(0), true, uint8(1), uint8(1))
-	f.Fuzz(func(t *testing.T, data []byte, limit uint16, perLine bool, srcChunk, dstChunk uint8) {
-		b := &limitedBody{rc: io.NopCloser(chunkReader{bytes.NewReader(data), int(srcChunk) + 1}), limit: int64(limit), perLine: perLine}
-		got, err := io.ReadAll(chunkReader{b, int(dstChunk) + 1})
-		// start is where the first message over the limit begins, or -1.
-		start := -1
-		if perLine {
-			off := 0
-			for _, line := range bytes.SplitAfter(data, []byte("\n")) {
-				if len(bytes.TrimSuffix(line, []byte("\n"))) > int(limit) {
-					start = off
-					break
-				}
-				off += len(line)
-			}
-		} else if len(data) > int(limit) {
-			start = 0
-		}
-		if start < 0 {
-			if err != nil || !bytes.Equal(got, data) {
-				t.Fatalf("body in bounds: got %d of %d bytes, err %v", len(got), len(data), err)
-			}
-			return
-		}
-		var tl *tooLargeError
-		if !errors.As(err, &tl) {
-			t.Fatalf("body out of bounds: err = %v", err)
-		}
-		if !bytes.HasPrefix(data, got) || len(got) < start || int64(len(got)-start) > int64(limit) {
-			t.Fatalf("passed on %d bytes; the long message starts at %d, limit %d", len(got), start, limit)
-		}
-	})
-}
 
 // bigServer is an MCP server whose tools answer with n bytes: "huge"
 // directly, "huge_streamed" after a log message, which makes a streamable
@@ -313,14 +106,14 @@ func limitConfig(limit int64) *config.Config {
 // url and returns it with a client talking to it in process. The
 // upstream must be served before this is called (its cleanup then runs
 // after the gateway's, which closes the gateway's streams to it).
-func startHTTPGateway(t *testing.T, cfg *config.Config, spec Spec) (*Gateway, *client.Client) {
+func startHTTPGateway(t *testing.T, cfg *config.Config, spec upstream.Spec) (*Gateway, *client.Client) {
 	t.Helper()
 	g, err := New(cfg, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = g.Close() })
-	if err := g.Connect(context.Background(), []Spec{spec}); err != nil {
+	if err := g.Connect(context.Background(), []upstream.Spec{spec}); err != nil {
 		t.Fatalf("Connect: %v", err)
 	}
 	c, err := client.NewInProcessClient(g.MCPServer())
@@ -360,8 +153,8 @@ func TestHTTPUpstreamResultOverLimitIsAToolError(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			seen := &contentTypes{}
 			url := tc.serve(t, bigServer(1<<20), seen)
-			g, c := startHTTPGateway(t, limitConfig(limit), Spec{Name: "big", Config: config.Server{URL: url, Transport: tc.transport}})
-			before, ok := g.pool.get("big")
+			g, c := startHTTPGateway(t, limitConfig(limit), upstream.Spec{Name: "big", Config: config.Server{URL: url, Transport: tc.transport}})
+			before, ok := g.pool.Get("big")
 			if !ok {
 				t.Fatal("big is not connected")
 			}
@@ -391,7 +184,7 @@ func TestHTTPUpstreamResultOverLimitIsAToolError(t *testing.T) {
 			if res.IsError || text != "echo:hi" {
 				t.Fatalf("the next call got isError %v: %q", res.IsError, text)
 			}
-			if after, _ := g.pool.get("big"); tc.keeps && after != before {
+			if after, _ := g.pool.Get("big"); tc.keeps && after != before {
 				t.Fatal("the gateway reconnected: an oversized answer was taken for a lost connection")
 			}
 		})
@@ -477,7 +270,7 @@ func TestHTTPUpstreamFloodKeepsMemoryBounded(t *testing.T) {
 	for _, sse := range []bool{false, true} {
 		t.Run("sse="+strconv.FormatBool(sse), func(t *testing.T) {
 			url := floodServer(t, size, sse)
-			_, c := startHTTPGateway(t, limitConfig(limit), Spec{Name: "flood", Config: config.Server{URL: url}})
+			_, c := startHTTPGateway(t, limitConfig(limit), upstream.Spec{Name: "flood", Config: config.Server{URL: url}})
 			// Warm up the paths a call takes, so that one-time setup is not
 			// counted.
 			if res, text := callText(t, c, "ping", nil); res.IsError || text != "pong" {

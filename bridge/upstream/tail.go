@@ -1,13 +1,9 @@
-package bridge
+package upstream
 
 import (
 	"strings"
 	"sync"
 )
-
-// Version is toolbridge's version, reported to upstreams and clients. The
-// release build sets it with -ldflags "-X github.com/toolbridge/toolbridge/bridge.Version=...".
-var Version = "0.1.0-dev"
 
 // tailBuffer keeps the last max bytes written to it: a child's stderr, kept
 // so start-up errors can say what the child said.

@@ -1,4 +1,4 @@
-package bridge
+package upstream
 
 import (
 	"encoding/json"
@@ -26,15 +26,15 @@ func TestDecodeTool(t *testing.T) {
 		{name: "not an object", raw: `[]`, wantErr: "cannot unmarshal"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tool, err := decodeTool(json.RawMessage(tc.raw))
+			tool, err := DecodeTool(json.RawMessage(tc.raw))
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("decodeTool(%s) error = %v, want one containing %q", tc.raw, err, tc.wantErr)
+					t.Fatalf("DecodeTool(%s) error = %v, want one containing %q", tc.raw, err, tc.wantErr)
 				}
 				return
 			}
 			if err != nil {
-				t.Fatalf("decodeTool(%s): %v", tc.raw, err)
+				t.Fatalf("DecodeTool(%s): %v", tc.raw, err)
 			}
 			if string(tool.RawInputSchema) != tc.wantIn || string(tool.RawOutputSchema) != tc.wantOut {
 				t.Errorf("schemas %s / %s, want %s / %s", tool.RawInputSchema, tool.RawOutputSchema, tc.wantIn, tc.wantOut)
@@ -43,27 +43,6 @@ func TestDecodeTool(t *testing.T) {
 				t.Errorf("the typed input schema was decoded too: %+v", tool.InputSchema)
 			}
 		})
-	}
-}
-
-// BenchmarkDecodeTool decodes the 99 tools of the 13 reference servers
-// (testdata), as listing them does.
-func BenchmarkDecodeTool(b *testing.B) {
-	var raws []json.RawMessage
-	for _, tool := range referenceTools(b) {
-		raw, err := json.Marshal(tool)
-		if err != nil {
-			b.Fatal(err)
-		}
-		raws = append(raws, raw)
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		for _, raw := range raws {
-			if _, err := decodeTool(raw); err != nil {
-				b.Fatal(err)
-			}
-		}
 	}
 }
 
@@ -78,18 +57,18 @@ func FuzzDecodeTool(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		tool, err := decodeTool(raw)
+		tool, err := DecodeTool(raw)
 		if err != nil {
 			return
 		}
 		if tool.Name == "" {
-			t.Fatalf("decodeTool(%q) gave a tool without a name", raw)
+			t.Fatalf("DecodeTool(%q) gave a tool without a name", raw)
 		}
 		if !isObject(tool.RawInputSchema) || !json.Valid(tool.RawInputSchema) {
-			t.Fatalf("decodeTool(%q) input schema %q is not a JSON object", raw, tool.RawInputSchema)
+			t.Fatalf("DecodeTool(%q) input schema %q is not a JSON object", raw, tool.RawInputSchema)
 		}
 		if tool.RawOutputSchema != nil && (!isObject(tool.RawOutputSchema) || !json.Valid(tool.RawOutputSchema)) {
-			t.Fatalf("decodeTool(%q) output schema %q is not a JSON object", raw, tool.RawOutputSchema)
+			t.Fatalf("DecodeTool(%q) output schema %q is not a JSON object", raw, tool.RawOutputSchema)
 		}
 	})
 }

@@ -1,4 +1,4 @@
-package bridge
+package upstream
 
 import (
 	"context"
@@ -12,19 +12,19 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 )
 
-// relay carries what flows from an upstream to the client that caused it:
+// Relay carries what flows from an upstream to the client that caused it:
 // progress notifications, log messages, and the server-to-client requests
 // (sampling, elicitation, roots). MCP has no way for an upstream to say which
 // client request a sampling request belongs to, so those go to the client of
 // the most recent call in flight on that upstream.
-type relay struct {
+type Relay struct {
 	srv      *server.MCPServer
-	onChange func(u *upstream, method string)
+	onChange func(u *Conn, method string)
 
 	nextToken atomic.Int64
 	mu        sync.Mutex
-	progress  map[string]progressRoute    // token sent upstream -> client
-	active    map[*upstream][]*activeCall // calls in flight, oldest first
+	progress  map[string]progressRoute // token sent upstream -> client
+	active    map[*Conn][]*ActiveCall  // calls in flight, oldest first
 }
 
 type progressRoute struct {
@@ -32,25 +32,30 @@ type progressRoute struct {
 	token mcp.ProgressToken
 }
 
-// activeCall is one call in flight on an upstream. It is its own handle:
-// begin hands it out and end takes it back, with no closure to allocate.
-type activeCall struct {
+// ActiveCall is one call in flight on an upstream. It is its own handle:
+// Begin hands it out and End takes it back, with no closure to allocate.
+type ActiveCall struct {
 	ctx   context.Context
-	r     *relay
-	u     *upstream
+	r     *Relay
+	u     *Conn
 	token string // the progress token sent upstream, if any
 }
 
-func newRelay() *relay {
-	return &relay{progress: map[string]progressRoute{}, active: map[*upstream][]*activeCall{}}
+// NewRelay returns a relay to srv, the server clients talk to (nil drops
+// what would go to a client). onListChanged, if not nil, is called when an
+// upstream says its tools, prompts or resources changed, with the
+// notification's method; it runs on the transport's reader and must not
+// block on a request to that upstream.
+func NewRelay(srv *server.MCPServer, onListChanged func(u *Conn, method string)) *Relay {
+	return &Relay{srv: srv, onChange: onListChanged, progress: map[string]progressRoute{}, active: map[*Conn][]*ActiveCall{}}
 }
 
-// begin registers a call in flight on u. When the client asked for progress,
-// the call's upstreamToken is the token to send upstream instead: a fresh
-// one, because two clients may use the same token. end must be called when
+// Begin registers a call in flight on u. When the client asked for progress,
+// the call's UpstreamToken is the token to send upstream instead: a fresh
+// one, because two clients may use the same token. End must be called when
 // the call returns.
-func (r *relay) begin(ctx context.Context, u *upstream, clientToken mcp.ProgressToken) *activeCall {
-	call := &activeCall{ctx: ctx, r: r, u: u}
+func (r *Relay) Begin(ctx context.Context, u *Conn, clientToken mcp.ProgressToken) *ActiveCall {
+	call := &ActiveCall{ctx: ctx, r: r, u: u}
 	r.mu.Lock()
 	r.active[u] = append(r.active[u], call)
 	if clientToken != nil {
@@ -61,11 +66,11 @@ func (r *relay) begin(ctx context.Context, u *upstream, clientToken mcp.Progress
 	return call
 }
 
-// upstreamToken is the progress token to send upstream, "" for none.
-func (c *activeCall) upstreamToken() string { return c.token }
+// UpstreamToken is the progress token to send upstream, "" for none.
+func (c *ActiveCall) UpstreamToken() string { return c.token }
 
-// end unregisters the call.
-func (c *activeCall) end() {
+// End unregisters the call.
+func (c *ActiveCall) End() {
 	r := c.r
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -87,7 +92,7 @@ func (c *activeCall) end() {
 }
 
 // latest returns the context of the newest call in flight on u.
-func (r *relay) latest(u *upstream) (context.Context, bool) {
+func (r *Relay) latest(u *Conn) (context.Context, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	calls := r.active[u]
@@ -97,7 +102,7 @@ func (r *relay) latest(u *upstream) (context.Context, bool) {
 	return calls[len(calls)-1].ctx, true
 }
 
-func (r *relay) upstreamNotification(u *upstream, n mcp.JSONRPCNotification) {
+func (r *Relay) upstreamNotification(u *Conn, n mcp.JSONRPCNotification) {
 	switch mcp.MCPMethod(n.Method) {
 	case mcp.MethodNotificationToolsListChanged,
 		mcp.MethodNotificationPromptsListChanged,
@@ -116,7 +121,7 @@ func (r *relay) upstreamNotification(u *upstream, n mcp.JSONRPCNotification) {
 	}
 }
 
-func (r *relay) relayProgress(n mcp.JSONRPCNotification) {
+func (r *Relay) relayProgress(n mcp.JSONRPCNotification) {
 	params := n.Params.AdditionalFields
 	token := tokenString(params["progressToken"])
 	r.mu.Lock()
@@ -133,7 +138,7 @@ func (r *relay) relayProgress(n mcp.JSONRPCNotification) {
 	_ = r.srv.SendNotificationToClient(route.ctx, n.Method, out)
 }
 
-func (r *relay) relayLog(u *upstream, n mcp.JSONRPCNotification) {
+func (r *Relay) relayLog(u *Conn, n mcp.JSONRPCNotification) {
 	if r.srv == nil {
 		return
 	}
@@ -173,7 +178,7 @@ var errNoClient = errors.New("toolbridge: no client request in progress on this 
 // peer answers an upstream's requests to its client by asking the client
 // whose call is in flight. It satisfies both the client-side handler
 // interfaces (stdio, HTTP upstreams) and the in-process ones.
-type peer struct{ u *upstream }
+type peer struct{ u *Conn }
 
 func (p peer) CreateMessage(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 	callCtx, ok := p.u.relay.latest(p.u)

@@ -1,4 +1,4 @@
-package bridge
+package upstream
 
 import (
 	"bytes"
@@ -18,21 +18,18 @@ import (
 // answering with gigabytes would grow the gateway without end. The bound is
 // applied to response bodies, below mcp-go, by the http.Client it is given.
 
-// tooLargeError says an HTTP upstream sent a message longer than
+// TooLargeError says an HTTP upstream sent a message longer than
 // max_result_bytes.
-type tooLargeError struct{ limit int64 }
+type TooLargeError struct{ Limit int64 }
 
-func (e *tooLargeError) Error() string {
-	return fmt.Sprintf("the server's message exceeded max_result_bytes (%d bytes)", e.limit)
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("the server's message exceeded max_result_bytes (%d bytes)", e.Limit)
 }
 
 // httpClient is the client an HTTP upstream's transport uses: its response
 // bodies are bounded by the upstream's max_result_bytes.
-func (u *upstream) httpClient() *http.Client {
-	limit := u.maxLine
-	if limit <= 0 {
-		limit = defaultMaxLine
-	}
+func (u *Conn) httpClient() *http.Client {
+	limit := u.MessageLimit()
 	// The shared default transport, as mcp-go's own client would use: its
 	// connections are pooled across upstreams.
 	return &http.Client{Transport: &limitTransport{
@@ -44,7 +41,7 @@ func (u *upstream) httpClient() *http.Client {
 // limitTransport bounds the response bodies of next. An event stream
 // (text/event-stream) lives as long as the session, so only each of its
 // lines is bounded; every other body is bounded as a whole. A body past the
-// bound fails its next Read with a *tooLargeError; it never holds more than
+// bound fails its next Read with a *TooLargeError; it never holds more than
 // what the caller reads.
 type limitTransport struct {
 	next  http.RoundTripper
@@ -54,7 +51,7 @@ type limitTransport struct {
 	// ends the stream, and with it every answer still awaited; streamErr
 	// records why, for those requests to report.
 	answersOnStream bool
-	streamErr       atomic.Pointer[tooLargeError]
+	streamErr       atomic.Pointer[TooLargeError]
 }
 
 // RoundTrip implements http.RoundTripper.
@@ -72,7 +69,7 @@ func (t *limitTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	} else if t.answersOnStream {
 		// The event stream (no request of the gateway's waits on it).
-		body.report = func(e *tooLargeError) { t.streamErr.CompareAndSwap(nil, e) }
+		body.report = func(e *TooLargeError) { t.streamErr.CompareAndSwap(nil, e) }
 	}
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "text/event-stream" {
 		body.perLine = true
@@ -92,7 +89,7 @@ type limitedBody struct {
 	perLine bool
 	n       int64                // bytes of the body, or of the line since the last '\n'
 	err     error                // sticky, once the limit is passed
-	report  func(*tooLargeError) // told when the limit is passed, if set
+	report  func(*TooLargeError) // told when the limit is passed, if set
 }
 
 func (b *limitedBody) Read(p []byte) (int, error) {
@@ -120,7 +117,7 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 
 // fail makes the body fail from now on, and says so to report.
 func (b *limitedBody) fail() error {
-	e := &tooLargeError{limit: b.limit}
+	e := &TooLargeError{Limit: b.limit}
 	b.err = e
 	if b.report != nil {
 		b.report(e)
@@ -138,7 +135,7 @@ func (b *limitedBody) Close() error { return b.rc.Close() }
 // stream broke, in "connection has been closed"), so the request's context
 // carries an overflow to the transport, which fills it in.
 type overflow struct {
-	err    atomic.Pointer[tooLargeError]
+	err    atomic.Pointer[TooLargeError]
 	stream atomic.Pointer[limitTransport] // legacy SSE: where the answer comes
 }
 
@@ -156,7 +153,7 @@ func overflowFrom(ctx context.Context) *overflow {
 	return o
 }
 
-func (o *overflow) set(e *tooLargeError) { o.err.CompareAndSwap(nil, e) }
+func (o *overflow) set(e *TooLargeError) { o.err.CompareAndSwap(nil, e) }
 
 // failed returns why the answer was cut off, or nil if it was not.
 func (o *overflow) failed() error {

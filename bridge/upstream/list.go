@@ -1,0 +1,210 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// refreshAll lists tools, prompts, resources and templates, as the server's
+// capabilities allow.
+func (u *Conn) refreshAll(ctx context.Context) error {
+	if err := u.RefreshTools(ctx); err != nil {
+		return err
+	}
+	u.mu.RLock()
+	caps := u.caps
+	u.mu.RUnlock()
+	if caps.Prompts != nil {
+		if err := u.RefreshPrompts(ctx); err != nil {
+			return err
+		}
+	}
+	if caps.Resources != nil {
+		if err := u.RefreshResources(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RefreshTools follows tools/list pagination and keeps each tool's schemas
+// exactly as the server sent them.
+func (u *Conn) RefreshTools(ctx context.Context) error {
+	u.mu.RLock()
+	hasTools := u.caps.Tools != nil
+	u.mu.RUnlock()
+	if !hasTools {
+		return nil
+	}
+	var tools []mcp.Tool
+	err := paginate(ctx, u, string(mcp.MethodToolsList), func(page json.RawMessage) (string, error) {
+		var res struct {
+			Tools      []json.RawMessage `json:"tools"`
+			NextCursor string            `json:"nextCursor"`
+		}
+		if err := json.Unmarshal(page, &res); err != nil {
+			return "", fmt.Errorf("decoding tools/list: %w", err)
+		}
+		for i, raw := range res.Tools {
+			t, err := DecodeTool(raw)
+			if err != nil {
+				return "", fmt.Errorf("decoding tool %d of tools/list: %w", len(tools)+i, err)
+			}
+			tools = append(tools, t)
+		}
+		return res.NextCursor, nil
+	})
+	if err != nil {
+		return fmt.Errorf("listing tools: %w", err)
+	}
+	u.mu.Lock()
+	u.tools = tools
+	u.mu.Unlock()
+	return nil
+}
+
+func (u *Conn) RefreshPrompts(ctx context.Context) error {
+	var prompts []mcp.Prompt
+	err := paginate(ctx, u, string(mcp.MethodPromptsList), func(page json.RawMessage) (string, error) {
+		var res mcp.ListPromptsResult
+		if err := json.Unmarshal(page, &res); err != nil {
+			return "", fmt.Errorf("decoding prompts/list: %w", err)
+		}
+		prompts = append(prompts, res.Prompts...)
+		return string(res.NextCursor), nil
+	})
+	if err != nil {
+		return fmt.Errorf("listing prompts: %w", err)
+	}
+	u.mu.Lock()
+	u.prompts = prompts
+	u.mu.Unlock()
+	return nil
+}
+
+func (u *Conn) RefreshResources(ctx context.Context) error {
+	var resources []mcp.Resource
+	err := paginate(ctx, u, string(mcp.MethodResourcesList), func(page json.RawMessage) (string, error) {
+		var res mcp.ListResourcesResult
+		if err := json.Unmarshal(page, &res); err != nil {
+			return "", fmt.Errorf("decoding resources/list: %w", err)
+		}
+		resources = append(resources, res.Resources...)
+		return string(res.NextCursor), nil
+	})
+	if err != nil {
+		return fmt.Errorf("listing resources: %w", err)
+	}
+	var templates []mcp.ResourceTemplate
+	err = paginate(ctx, u, string(mcp.MethodResourcesTemplatesList), func(page json.RawMessage) (string, error) {
+		var res mcp.ListResourceTemplatesResult
+		if err := json.Unmarshal(page, &res); err != nil {
+			return "", fmt.Errorf("decoding resources/templates/list: %w", err)
+		}
+		templates = append(templates, res.ResourceTemplates...)
+		return string(res.NextCursor), nil
+	})
+	if err != nil {
+		// Templates are optional in practice: some servers answer
+		// method-not-found although they list resources.
+		var rpcErr *RPCError
+		if !errors.As(err, &rpcErr) || rpcErr.Code != mcp.METHOD_NOT_FOUND {
+			return fmt.Errorf("listing resource templates: %w", err)
+		}
+	}
+	u.mu.Lock()
+	u.resources, u.templates = resources, templates
+	u.mu.Unlock()
+	return nil
+}
+
+// maxPages bounds pagination: a server that hands out cursors forever must
+// not hang the gateway.
+const maxPages = 1000
+
+// paginate calls method until the server stops returning a cursor. A cursor
+// seen twice is an error rather than an endless loop.
+func paginate(ctx context.Context, u *Conn, method string, page func(json.RawMessage) (string, error)) error {
+	seen := map[string]bool{}
+	cursor := ""
+	for i := 0; i < maxPages; i++ {
+		var params any
+		if cursor != "" {
+			params = map[string]any{"cursor": cursor}
+		}
+		raw, err := u.Request(ctx, method, params)
+		if err != nil {
+			return err
+		}
+		next, err := page(raw)
+		if err != nil {
+			return err
+		}
+		if next == "" {
+			return nil
+		}
+		if seen[next] {
+			return fmt.Errorf("%s returned cursor %q twice", method, next)
+		}
+		seen[next] = true
+		cursor = next
+	}
+	return fmt.Errorf("%s: more than %d pages", method, maxPages)
+}
+
+// decodeTool decodes one tool and keeps its input and output schemas as
+// the raw JSON the server sent: mcp-go's typed schema drops keywords it does
+// not model ($schema, titles, ...), and clients must see them unchanged.
+// The schemas are not decoded into mcp-go's typed maps at all: nothing
+// reads those, and for a catalog of thousands of tools decoding them was
+// most of the CPU and garbage of listing it.
+func DecodeTool(raw json.RawMessage) (mcp.Tool, error) {
+	var wire struct {
+		mcp.Tool
+		// At a shallower depth than mcp.Tool's fields of the same JSON
+		// names, these take the schemas instead of them.
+		InputSchema  json.RawMessage `json:"inputSchema"`
+		OutputSchema json.RawMessage `json:"outputSchema"`
+	}
+	if err := json.Unmarshal(raw, &wire); err != nil {
+		return mcp.Tool{}, err
+	}
+	t := wire.Tool
+	if t.Name == "" {
+		return t, errors.New("tool has no name")
+	}
+	t.RawInputSchema = wire.InputSchema
+	switch {
+	case isNull(t.RawInputSchema):
+		// A tool must have an input schema; an empty object schema is what
+		// the server meant.
+		t.RawInputSchema = json.RawMessage(`{"type":"object"}`)
+	case !isObject(t.RawInputSchema):
+		return t, fmt.Errorf("tool %q: inputSchema is not a JSON object", t.Name)
+	}
+	if !isNull(wire.OutputSchema) {
+		if !isObject(wire.OutputSchema) {
+			return t, fmt.Errorf("tool %q: outputSchema is not a JSON object", t.Name)
+		}
+		t.RawOutputSchema = wire.OutputSchema
+	}
+	return t, nil
+}
+
+// isNull reports whether a raw JSON value is absent or null.
+func isNull(v json.RawMessage) bool {
+	v = bytes.TrimSpace(v)
+	return len(v) == 0 || string(v) == "null"
+}
+
+// isObject reports whether a raw JSON value (already known to be valid
+// JSON) is an object.
+func isObject(v json.RawMessage) bool {
+	v = bytes.TrimSpace(v)
+	return len(v) > 0 && v[0] == '{'
+}
