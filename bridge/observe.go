@@ -5,14 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
-	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/toolbridge/toolbridge/bridge/upstream"
 	"github.com/toolbridge/toolbridge/trace"
 )
 
@@ -217,107 +214,4 @@ func sessionID(ctx context.Context) string {
 		return s.SessionID()
 	}
 	return ""
-}
-
-// upstreamMeta is the _meta sent with a call upstream: the client's own
-// fields, plus the trace context of ctx (so one trace spans client ->
-// gateway -> upstream). Left out: the gateway's private keys, and the
-// protocol's own io.modelcontextprotocol/* keys (protocol version, client
-// capabilities and info), which describe the client's hop to the gateway,
-// not the gateway's session with the upstream; an upstream that checks
-// them against its session rejects the call.
-func (g *Gateway) upstreamMeta(ctx context.Context, m *mcp.Meta) map[string]any {
-	meta := map[string]any{}
-	if m != nil {
-		for k, v := range m.AdditionalFields {
-			if k == metaRPCIDKey || k == metaViaKey || strings.HasPrefix(k, protocolMetaPrefix) {
-				continue
-			}
-			meta[k] = v
-		}
-	}
-	return trace.Inject(ctx, meta)
-}
-
-// protocolMetaPrefix marks _meta keys the MCP protocol reserves for itself.
-const protocolMetaPrefix = "io.modelcontextprotocol/"
-
-// observedCall runs one tool call with its TOOL and CLIENT spans and the
-// configured hooks around it: all of them see the real server and tool,
-// whether the client called it directly or through tool_call.
-func (g *Gateway) observedCall(ctx context.Context, c call, u *upstream.Conn) (*mcp.CallToolResult, error) {
-	start := time.Now()
-	ctx, toolSpan := g.tel.StartTool(ctx, trace.ToolCall{
-		Server: c.tool.Server, Tool: c.tool.Name, Class: c.tool.Verdict.Class, Via: c.via,
-		Arguments: recordable(g.tel, c.args),
-	})
-	hc := trace.Call{
-		Server: c.tool.Server, Tool: c.tool.Name, Class: c.tool.Verdict.Class, Via: c.via,
-		Arguments: c.args, SessionID: sessionID(ctx),
-	}
-	// One call, one set of hooks: a reload closes the old ones only after
-	// the calls that started with them are done.
-	live := g.settings()
-	live.calls.Begin()
-	defer live.calls.End()
-	hooks := live.hooks
-	if d, err := hooks.BeforeCall(ctx, hc); err == nil && d.Deny {
-		reason := d.Reason
-		if reason == "" {
-			reason = "a hook denied it"
-		}
-		res := toolError("%s was not run: %s", c.tool.ID, reason)
-		hooks.AfterCall(ctx, hc, trace.Result{Value: res, IsError: true, Denied: true, Reason: reason, Duration: time.Since(start)})
-		toolSpan.SetDenied(d)
-		toolSpan.EndResult(true)
-		return res, nil
-	}
-	host, port := u.Address()
-	url := ""
-	if host != "" {
-		url = fmt.Sprintf("http://%s:%d", host, port)
-	}
-	cctx, clientSpan := g.tel.StartClient(ctx, trace.Upstream{Transport: u.Spec().Transport(), URL: url})
-	res, err := g.forward(cctx, c, u, g.upstreamMeta(cctx, c.meta))
-	err = upstream.ScrubError(err, u.Spec().Config)
-	result := trace.Result{Value: res, Err: err, Duration: time.Since(start)}
-	if err != nil {
-		code := mcp.INTERNAL_ERROR
-		var rpcErr *upstream.RPCError
-		if errors.As(err, &rpcErr) {
-			code = rpcErr.Code
-		}
-		result.Code = code
-		clientSpan.EndError(code, err)
-		toolSpan.EndError(code, err)
-		hooks.AfterCall(ctx, hc, result)
-		res, err := g.failureResult(ctx, c, err)
-		if res != nil {
-			// The upstream's own error message may quote a secret too.
-			for i, content := range res.Content {
-				if text, ok := content.(mcp.TextContent); ok {
-					text.Text = u.Spec().Config.Scrub(text.Text)
-					res.Content[i] = text
-				}
-			}
-		}
-		return res, err
-	}
-	result.IsError = res.IsError
-	if g.tel.RecordContent() {
-		toolSpan.SetResult(res)
-	}
-	clientSpan.EndResult(res.IsError)
-	toolSpan.EndResult(res.IsError)
-	hooks.AfterCall(ctx, hc, result)
-	return res, nil
-}
-
-// recordable returns the arguments for a span only when content recording
-// is on; otherwise nothing is kept.
-func recordable(tel *trace.Telemetry, args json.RawMessage) any {
-	if !tel.RecordContent() || args == nil {
-		return nil
-	}
-	return args
 }

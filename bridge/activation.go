@@ -1,0 +1,65 @@
+package bridge
+
+import (
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/toolbridge/toolbridge/classify"
+	"github.com/toolbridge/toolbridge/config"
+)
+
+// classifyWith gives every tool its class (by live's rules) and token
+// cost (by counter), makes the activation decision and splits the tools
+// into visible and deferred. It runs once per catalog change, never per
+// request: tools/list serves the result as is.
+func (g *Gateway) classifyWith(cat *Catalog, live *settings, counter classify.Counter) {
+	listed := make([]mcp.Tool, len(cat.Tools))
+	for i, t := range cat.Tools {
+		listed[i] = t.Listed()
+	}
+	// Counted as listed (under the exposed name): that is what the client
+	// pays for. The counter caches by text, so unchanged tools cost nothing.
+	tokens := classify.CountAll(counter, listed)
+	entries := make([]classify.Entry, len(cat.Tools))
+	for i, t := range cat.Tools {
+		t.Verdict = live.classifier.Classify(t.Server, t.Tool)
+		t.Tokens = tokens[i]
+		entries[i] = classify.Entry{Server: t.Server, Tool: t.Tool, Verdict: t.Verdict, Tokens: t.Tokens}
+	}
+	cat.Decision = classify.Decide(live.cfg, entries)
+	cat.Visible, cat.Deferred = nil, nil
+	var deferrable []*Tool
+	for _, t := range cat.Tools {
+		t.Deferred = cat.Decision.Deferred(t.Verdict)
+		if t.Deferred {
+			cat.Deferred = append(cat.Deferred, t)
+		} else {
+			cat.Visible = append(cat.Visible, t)
+		}
+		if t.Verdict.Class == config.ClassDeferrable {
+			deferrable = append(deferrable, t)
+		}
+	}
+	// What bridging costs: the meta-tools over the tools it would defer
+	// (mode on defers every deferrable tool).
+	hinted := cat.Deferred
+	if !cat.Decision.Bridge {
+		hinted = deferrable
+	}
+	cat.meta = g.metaTools(cat, live, hinted)
+	cat.MetaTokens = 0
+	for _, m := range cat.meta {
+		cat.MetaTokens += counter.Count(m.Tool)
+	}
+}
+
+// Report is the token accounting of the current catalog: per tool its
+// class, reason and tokens; totals; pass-through versus bridge mode; and
+// the activation decision with its numbers.
+func (g *Gateway) Report() classify.Report {
+	cat := g.Catalog()
+	entries := make([]classify.Entry, len(cat.Tools))
+	for i, t := range cat.Tools {
+		entries[i] = classify.Entry{Server: t.Server, Tool: t.Listed(), Verdict: t.Verdict, Tokens: t.Tokens}
+	}
+	return classify.NewReport(entries, cat.Decision, cat.MetaTokens)
+}

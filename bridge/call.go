@@ -1,0 +1,452 @@
+package bridge
+
+// The tools/call pipeline, in the order a call takes it:
+//
+//  1. the handler: directHandler for a tool listed by its own name,
+//     handleCall for tool_call (and routeDeferred, which turns a direct
+//     call of a deferred tool into a tool_call first);
+//  2. the arguments: callArguments and rawArguments; the name: resolve;
+//  3. validation against the tool's input schema (validators, in
+//     validate.go), for calls through tool_call;
+//  4. dispatch: a server that is down gets a tool error at once;
+//  5. observedCall: the TOOL and CLIENT spans and the hooks around it;
+//  6. forward: the request upstream, with the client's _meta
+//     (upstreamMeta) and its progress token relayed;
+//  7. decodeResult; and failureResult, which turns every failure the
+//     model can act on into an isError result naming the server.
+//
+// The SERVER span around all of it is traceToolCalls' (observe.go).
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolbridge/toolbridge/bridge/upstream"
+	"github.com/toolbridge/toolbridge/config/toolid"
+	"github.com/toolbridge/toolbridge/trace"
+)
+
+// call is one tool call on its way to the upstream.
+type call struct {
+	tool *Tool
+	args json.RawMessage
+	meta *mcp.Meta
+	via  string
+}
+
+func (g *Gateway) directHandler(t *Tool) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return g.dispatch(ctx, call{tool: t, args: rawArguments(req), meta: req.Params.Meta, via: trace.ViaDirect})
+	}
+}
+
+// routeDeferred lets a client call a deferred tool by its own name (one
+// that cached an older, pass-through tool list): the call is rewritten to
+// tool_call before mcp-go looks the name up. mcp-go runs this hook with a
+// pointer to the request before dispatch; TestDirectCallOfDeferredTool
+// pins that behaviour.
+func (g *Gateway) routeDeferred(ctx context.Context, id any, req *mcp.CallToolRequest) {
+	cat := g.Catalog()
+	if !cat.Decision.Bridge || metaNames[req.Params.Name] {
+		return
+	}
+	t, ok := cat.ByExposed(req.Params.Name)
+	if !ok || !t.Deferred {
+		return
+	}
+	wrapped, err := json.Marshal(map[string]any{"tool_name": t.ID, "tool_args": json.RawMessage(orEmptyObject(rawArguments(*req)))})
+	if err != nil {
+		return
+	}
+	// The marker carries the name the client used, for the span's name.
+	req.Params.Meta = withMetaField(req.Params.Meta, metaViaKey, req.Params.Name)
+	req.Params.Name = toolid.MetaCall
+	req.Params.RawArguments = wrapped
+	req.Params.Arguments = map[string]any{"tool_name": t.ID}
+}
+
+func (g *Gateway) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	args, err := argsObject(req)
+	if err != nil {
+		return toolError("tool_call: %v. Example: {\"tool_name\": \"github::create_issue\", \"tool_args\": {\"title\": \"...\"}}", err), nil
+	}
+	via := trace.ViaToolCall
+	if req.Params.Meta != nil && req.Params.Meta.AdditionalFields[metaViaKey] != nil {
+		via = trace.ViaDirect
+	}
+	name, ok, err := stringArg(args, "tool_name")
+	if err != nil {
+		return toolError("tool_call: %v", err), nil
+	}
+	argsKey := "tool_args"
+	if !ok {
+		// Models trained on other bridges send name/arguments.
+		if name, ok, err = stringArg(args, "name"); err != nil || !ok {
+			return toolError("tool_call needs tool_name, e.g. {\"tool_name\": \"github::create_issue\", \"tool_args\": {...}}. Find ids with tool_search."), nil
+		}
+		argsKey = "arguments"
+	}
+	cat := g.Catalog()
+	if metaNames[toolid.Clean(name)] {
+		return toolError("%s is a toolbridge meta-tool: call it directly, not through tool_call. Usage: tool_search {\"query\": \"...\"}; tool_describe {\"tool_name\": \"<id>\"}; tool_call {\"tool_name\": \"<id>\", \"tool_args\": {...}}.", toolid.Clean(name)), nil
+	}
+	t, why := g.resolve(cat, name)
+	if t == nil {
+		return toolError("%s", why), nil
+	}
+	toolArgs, err := callArguments(args, argsKey)
+	if err != nil {
+		return toolError("tool_call %s: %v", t.ID, err), nil
+	}
+	toolArgs, problems := g.validators.validateArgs(t.Tool.RawInputSchema, toolArgs)
+	if len(problems) > 0 {
+		return toolError("Invalid arguments for %s:\n- %s\n\nIts input schema:\n%s\n\nFix the arguments and call again.",
+			t.ID, strings.Join(problems, "\n- "), t.Tool.RawInputSchema), nil
+	}
+	return g.dispatch(ctx, call{tool: t, args: toolArgs, meta: req.Params.Meta, via: via})
+}
+
+// callArguments finds the real tool's arguments: the object under key; a
+// JSON string holding an object (a common slip); or, when key is absent,
+// the other members of the call (arguments given flat). Both an object
+// under key and flat members is ambiguous and refused.
+func callArguments(args map[string]json.RawMessage, key string) (json.RawMessage, error) {
+	flat := map[string]json.RawMessage{}
+	for k, v := range args {
+		if k != key && k != "tool_name" && k != "name" {
+			flat[k] = v
+		}
+	}
+	raw, ok := args[key]
+	if !ok || string(raw) == "null" {
+		if len(flat) == 0 {
+			return json.RawMessage(`{}`), nil
+		}
+		b, err := json.Marshal(flat)
+		return b, err
+	}
+	if len(flat) > 0 {
+		keys := make([]string, 0, len(flat))
+		for k := range flat {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		return nil, fmt.Errorf("got %s and also %s next to it; put every argument inside %s", key, strings.Join(keys, ", "), key)
+	}
+	switch bytes.TrimSpace(raw)[0] {
+	case '{':
+		return raw, nil
+	case '"':
+		var s string
+		if err := json.Unmarshal(raw, &s); err == nil {
+			inner := json.RawMessage(strings.TrimSpace(s))
+			if len(inner) > 0 && inner[0] == '{' && json.Valid(inner) {
+				return inner, nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("%s must be a JSON object of the tool's arguments, got %s", key, clip(string(raw), 80))
+}
+
+func orEmptyObject(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 || string(raw) == "null" {
+		return json.RawMessage(`{}`)
+	}
+	return raw
+}
+
+// rawArguments returns the arguments exactly as the client sent them.
+func rawArguments(req mcp.CallToolRequest) json.RawMessage {
+	if len(req.Params.RawArguments) > 0 {
+		return req.Params.RawArguments
+	}
+	if req.Params.Arguments == nil {
+		return nil
+	}
+	b, err := json.Marshal(req.Params.Arguments)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// resolve finds the tool a model meant: canonical id, exposed name, then
+// the index's lenient forms (case, quotes, backticks, server__tool,
+// mcp__server__tool, a unique bare name). Without a match it returns a
+// message with did-you-mean ids.
+func (g *Gateway) resolve(cat *Catalog, name string) (*Tool, string) {
+	clean := toolid.Clean(name)
+	if t, ok := cat.ByID(clean); ok {
+		return t, ""
+	}
+	if t, ok := cat.ByExposed(clean); ok {
+		return t, ""
+	}
+	id, candidates := g.index.Resolve(clean)
+	if t, ok := cat.ByID(id); ok && id != "" {
+		return t, ""
+	}
+	if len(candidates) > 0 {
+		return nil, fmt.Sprintf("Unknown tool %q. Did you mean: %s? Or search with tool_search.", name, strings.Join(candidates, ", "))
+	}
+	return nil, fmt.Sprintf("Unknown tool %q. Find tools with tool_search {\"query\": \"<what you want to do>\"}.", name)
+}
+
+// dispatch forwards one call to the upstream that owns the tool, under the
+// tool's original name, and returns the upstream's result unchanged. Every
+// failure the model can act on comes back as an isError result naming the
+// server, never as a protocol error that would end the model's turn.
+func (g *Gateway) dispatch(ctx context.Context, c call) (*mcp.CallToolResult, error) {
+	u, ok := g.pool.Get(c.tool.Server)
+	if why, next := g.pool.Down(c.tool.Server); !ok || why != "" {
+		retry := ""
+		if wait := time.Until(next); !next.IsZero() && wait > 0 {
+			retry = fmt.Sprintf(" toolbridge is reconnecting it; next attempt in %s.", wait.Round(100*time.Millisecond))
+		}
+		return toolError("Server %q is down (%s), so %s cannot run now.%s Other servers' tools still work.", c.tool.Server, why, c.tool.ID, retry), nil
+	}
+	return g.observedCall(ctx, c, u)
+}
+
+// observedCall runs one tool call with its TOOL and CLIENT spans and the
+// configured hooks around it: all of them see the real server and tool,
+// whether the client called it directly or through tool_call.
+func (g *Gateway) observedCall(ctx context.Context, c call, u *upstream.Conn) (*mcp.CallToolResult, error) {
+	start := time.Now()
+	ctx, toolSpan := g.tel.StartTool(ctx, trace.ToolCall{
+		Server: c.tool.Server, Tool: c.tool.Name, Class: c.tool.Verdict.Class, Via: c.via,
+		Arguments: recordable(g.tel, c.args),
+	})
+	hc := trace.Call{
+		Server: c.tool.Server, Tool: c.tool.Name, Class: c.tool.Verdict.Class, Via: c.via,
+		Arguments: c.args, SessionID: sessionID(ctx),
+	}
+	// One call, one set of hooks: a reload closes the old ones only after
+	// the calls that started with them are done.
+	live := g.settings()
+	live.calls.Begin()
+	defer live.calls.End()
+	hooks := live.hooks
+	if d, err := hooks.BeforeCall(ctx, hc); err == nil && d.Deny {
+		reason := d.Reason
+		if reason == "" {
+			reason = "a hook denied it"
+		}
+		res := toolError("%s was not run: %s", c.tool.ID, reason)
+		hooks.AfterCall(ctx, hc, trace.Result{Value: res, IsError: true, Denied: true, Reason: reason, Duration: time.Since(start)})
+		toolSpan.SetDenied(d)
+		toolSpan.EndResult(true)
+		return res, nil
+	}
+	host, port := u.Address()
+	url := ""
+	if host != "" {
+		url = fmt.Sprintf("http://%s:%d", host, port)
+	}
+	cctx, clientSpan := g.tel.StartClient(ctx, trace.Upstream{Transport: u.Spec().Transport(), URL: url})
+	res, err := g.forward(cctx, c, u, g.upstreamMeta(cctx, c.meta))
+	err = upstream.ScrubError(err, u.Spec().Config)
+	result := trace.Result{Value: res, Err: err, Duration: time.Since(start)}
+	if err != nil {
+		code := mcp.INTERNAL_ERROR
+		var rpcErr *upstream.RPCError
+		if errors.As(err, &rpcErr) {
+			code = rpcErr.Code
+		}
+		result.Code = code
+		clientSpan.EndError(code, err)
+		toolSpan.EndError(code, err)
+		hooks.AfterCall(ctx, hc, result)
+		res, err := g.failureResult(ctx, c, err)
+		if res != nil {
+			// The upstream's own error message may quote a secret too.
+			for i, content := range res.Content {
+				if text, ok := content.(mcp.TextContent); ok {
+					text.Text = u.Spec().Config.Scrub(text.Text)
+					res.Content[i] = text
+				}
+			}
+		}
+		return res, err
+	}
+	result.IsError = res.IsError
+	if g.tel.RecordContent() {
+		toolSpan.SetResult(res)
+	}
+	clientSpan.EndResult(res.IsError)
+	toolSpan.EndResult(res.IsError)
+	hooks.AfterCall(ctx, hc, result)
+	return res, nil
+}
+
+// upstreamMeta is the _meta sent with a call upstream: the client's own
+// fields, plus the trace context of ctx (so one trace spans client ->
+// gateway -> upstream). Left out: the gateway's private keys, and the
+// protocol's own io.modelcontextprotocol/* keys (protocol version, client
+// capabilities and info), which describe the client's hop to the gateway,
+// not the gateway's session with the upstream; an upstream that checks
+// them against its session rejects the call.
+func (g *Gateway) upstreamMeta(ctx context.Context, m *mcp.Meta) map[string]any {
+	meta := map[string]any{}
+	if m != nil {
+		for k, v := range m.AdditionalFields {
+			if k == metaRPCIDKey || k == metaViaKey || strings.HasPrefix(k, protocolMetaPrefix) {
+				continue
+			}
+			meta[k] = v
+		}
+	}
+	return trace.Inject(ctx, meta)
+}
+
+// protocolMetaPrefix marks _meta keys the MCP protocol reserves for itself.
+const protocolMetaPrefix = "io.modelcontextprotocol/"
+
+// recordable returns the arguments for a span only when content recording
+// is on; otherwise nothing is kept.
+func recordable(tel *trace.Telemetry, args json.RawMessage) any {
+	if !tel.RecordContent() || args == nil {
+		return nil
+	}
+	return args
+}
+
+// callFailure is an upstream call that produced no result.
+type callFailure struct {
+	err      error
+	timedOut bool          // the gateway's call timeout ran out
+	timeout  time.Duration // that timeout
+}
+
+func (f *callFailure) Error() string { return f.err.Error() }
+
+func (f *callFailure) Unwrap() error { return f.err }
+
+// forward sends the call upstream with meta as its _meta and decodes the
+// result. A *callFailure says why there is none.
+func (g *Gateway) forward(ctx context.Context, c call, u *upstream.Conn, meta map[string]any) (*mcp.CallToolResult, error) {
+	timeout := g.settings().cfg.EffectiveCallTimeout(u.Spec().Config)
+	callCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	var clientToken mcp.ProgressToken
+	if c.meta != nil {
+		clientToken = c.meta.ProgressToken
+	}
+	active := g.relay.Begin(ctx, u, clientToken)
+	defer active.End()
+	if upToken := active.UpstreamToken(); upToken != "" {
+		meta["progressToken"] = upToken
+	}
+	params := map[string]any{"name": c.tool.Name}
+	if len(c.args) > 0 {
+		params["arguments"] = c.args
+	}
+	if len(meta) > 0 {
+		params["_meta"] = meta
+	}
+	raw, err := u.Request(callCtx, string(mcp.MethodToolsCall), params)
+	if err != nil {
+		// The timeout is judged by callCtx: an upstream may give up on the
+		// deadline itself and answer with an error of its own.
+		return nil, &callFailure{err: err, timedOut: ctx.Err() == nil && callCtx.Err() != nil, timeout: timeout}
+	}
+	res, err := decodeResult(raw)
+	if err != nil {
+		return nil, &callFailure{err: fmt.Errorf("decoding the result: %w", err)}
+	}
+	return res, nil
+}
+
+// textResult is the common shape of a tools/call result: text blocks and
+// maybe structured content. Every other member mcp.CallToolResult decodes
+// is caught too, so that its presence sends the result down the general
+// path.
+type textResult struct {
+	Content []struct {
+		Type        string          `json:"type"`
+		Text        string          `json:"text"`
+		Annotations json.RawMessage `json:"annotations"`
+		Meta        json.RawMessage `json:"_meta"`
+	} `json:"content"`
+	StructuredContent json.RawMessage `json:"structuredContent"`
+	IsError           bool            `json:"isError"`
+	Meta              json.RawMessage `json:"_meta"`
+	ResultType        json.RawMessage `json:"resultType"`
+	InputRequests     json.RawMessage `json:"inputRequests"`
+	RequestState      json.RawMessage `json:"requestState"`
+}
+
+// decodeResult decodes an upstream's tools/call result into what
+// json.Unmarshal into an mcp.CallToolResult gives. mcp-go's decoder reads
+// the result three times over (the envelope, each block's type, each
+// block); a result of plain text blocks, the common case, is read once
+// here instead. Anything else takes mcp-go's path.
+func decodeResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
+	var t textResult
+	if json.Unmarshal(raw, &t) == nil && t.Meta == nil && t.ResultType == nil && t.InputRequests == nil && t.RequestState == nil {
+		res := &mcp.CallToolResult{IsError: t.IsError}
+		plain := true
+		if len(t.Content) > 0 {
+			res.Content = make([]mcp.Content, len(t.Content))
+			for i, c := range t.Content {
+				if c.Type != mcp.ContentTypeText || c.Annotations != nil || c.Meta != nil {
+					plain = false
+					break
+				}
+				res.Content[i] = mcp.TextContent{Type: c.Type, Text: c.Text}
+			}
+		}
+		if plain {
+			if len(t.StructuredContent) > 0 {
+				res.RawStructuredContent = t.StructuredContent
+				if err := json.Unmarshal(t.StructuredContent, &res.StructuredContent); err != nil {
+					return nil, err
+				}
+			}
+			return res, nil
+		}
+	}
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// failureResult turns a failed upstream call into what the client gets.
+func (g *Gateway) failureResult(ctx context.Context, c call, err error) (*mcp.CallToolResult, error) {
+	var f *callFailure
+	if !errors.As(err, &f) {
+		return nil, err
+	}
+	var rpcErr *upstream.RPCError
+	var tooLarge *upstream.TooLargeError
+	switch {
+	case ctx.Err() != nil:
+		// The client cancelled or went away: nobody reads a result.
+		return nil, ctx.Err()
+	case f.timedOut:
+		return toolError("%s did not answer within %s (server %q call timeout). The server may be busy or hung; try again, or raise timeouts.call.", c.tool.ID, f.timeout, c.tool.Server), nil
+	case errors.As(err, &tooLarge):
+		return toolError("Server %q answered %s with more than max_result_bytes (%d bytes), so the result was dropped. Ask for less (a narrower query, a smaller page), or raise max_result_bytes.", c.tool.Server, c.tool.ID, tooLarge.Limit), nil
+	case errors.As(err, &rpcErr):
+		return toolError("Server %q rejected the call to %s: %s (JSON-RPC code %d).", c.tool.Server, c.tool.ID, rpcErr.Message, rpcErr.Code), nil
+	default:
+		return toolError("Server %q is unavailable, so %s failed: %v", c.tool.Server, c.tool.ID, err), nil
+	}
+}
+
+// toolError is an isError result with one text block.
+func toolError(format string, args ...any) *mcp.CallToolResult {
+	return mcp.NewToolResultError(fmt.Sprintf(format, args...))
+}
