@@ -26,10 +26,16 @@ type httpGateway struct {
 // at cleanup and checks that no child is left behind.
 func startHTTP(t *testing.T, args ...string) *httpGateway {
 	t.Helper()
+	return startHTTPCommand(t, "serve", args...)
+}
+
+// startHTTPCommand is startHTTP for another command that serves, e.g. demo.
+func startHTTPCommand(t *testing.T, command string, args ...string) *httpGateway {
+	t.Helper()
 	port := testenv.FreePort(t)
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	g := &httpGateway{url: base + "/mcp", base: base, stderr: &testenv.SyncBuffer{}}
-	args = append([]string{"serve", "--transport", "http", "--listen", fmt.Sprintf("127.0.0.1:%d", port)}, args...)
+	args = append([]string{command, "--transport", "http", "--listen", fmt.Sprintf("127.0.0.1:%d", port)}, args...)
 	g.cmd = exec.Command(binary, args...)
 	g.cmd.Stderr = g.stderr
 	testenv.SetProcessGroup(g.cmd)

@@ -26,6 +26,13 @@ func commandContext(ctx context.Context, name string, args ...string) *exec.Cmd 
 	return cmd
 }
 
+// CommandContext is exec.CommandContext for a command that may spawn
+// others: it runs in its own process group, the whole group is killed when
+// ctx ends, and its I/O cannot outlive it by more than a few seconds.
+func CommandContext(ctx context.Context, name string, args ...string) *exec.Cmd {
+	return commandContext(ctx, name, args...)
+}
+
 // SetProcessGroup makes cmd start in a new process group (so
 // [KillProcessGroup] reaches everything it spawns) and asks the kernel to kill
 // it if the test process dies first.

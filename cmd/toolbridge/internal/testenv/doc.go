@@ -1,12 +1,16 @@
-// Package testenv gives toolbridge's end-to-end tests real MCP servers and the
-// official MCP conformance suite.
+// Package testenv gives toolbridge's end-to-end tests real MCP servers, the
+// official MCP conformance suite and the official clients.
 //
 // Everything is installed on demand into a cache directory that is shared by
 // every test process on the machine and never committed:
 //
 //   - [NPM] installs the npm packages pinned in npm/package-lock.json (the
-//     reference servers filesystem, memory and everything, and
-//     @modelcontextprotocol/conformance) with `npm ci`, once per lockfile.
+//     reference servers filesystem, memory and everything,
+//     @modelcontextprotocol/conformance, the TypeScript SDK and MCP
+//     Inspector) with `npm ci`, once per lockfile.
+//   - [NPMEnv.RunTSSession] plays a whole session against toolbridge with
+//     the official TypeScript SDK client (npm/client-session.mjs) and
+//     reports each step; [ParseTSOutput] reads its JSON lines.
 //   - [ConformanceServer] builds mcp-go's examples/conformance server, once per
 //     mcp-go version, and runs it on a free loopback port.
 //   - [RunSuite] runs every server scenario of the conformance suite in one

@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -13,6 +14,7 @@ func FuzzParsers(f *testing.F) {
 	f.Add("1234 (node (x)) S 99 1234 1234 0 -1")
 	f.Add("# header\nping\n\ntools-list\n")
 	f.Add("=== SUMMARY ===\n✓ a: 1 passed, 0 failed\n✗ a: 0 passed, 1 failed\n")
+	f.Add(`{"plan":["a","b"]}` + "\n" + `{"step":"a","ok":true}` + "\n" + `{"step":"b","ok":false,"error":"x"}` + "\n" + `{"done":true,"failed":1}`)
 	f.Fuzz(func(t *testing.T, s string) {
 		if _, _, err := parseProcStat(s); err == nil && strings.IndexByte(s, '(') < 1 {
 			t.Fatalf("parseProcStat accepted %q without a (comm) field", s)
@@ -40,5 +42,15 @@ func FuzzParsers(f *testing.F) {
 			}
 		}
 		_, _ = parseChecks([]byte(s))
+		if r, err := ParseTSOutput(s); err == nil {
+			for _, step := range r.Steps {
+				if !slices.Contains(r.Plan, step.Name) {
+					t.Fatalf("ParseTSOutput(%q) accepted step %q outside its plan %v", s, step.Name, r.Plan)
+				}
+			}
+			if len(r.Problems()) == 0 && (len(r.Plan) == 0 || !r.Done) {
+				t.Fatalf("ParseTSOutput(%q): an unfinished or planless run has no problems", s)
+			}
+		}
 	})
 }

@@ -36,12 +36,15 @@ const (
 	BinEverything = "mcp-server-everything"
 	// BinConformance is the CLI of @modelcontextprotocol/conformance.
 	BinConformance = "conformance"
+	// BinInspector is MCP Inspector (@modelcontextprotocol/inspector); with
+	// --cli as its first argument it is the command-line client.
+	BinInspector = "mcp-inspector"
 )
 
 // pinnedBins lists the bins that must all exist after an install; a missing
 // one means a broken tree.
 func pinnedBins() []string {
-	return []string{BinFilesystem, BinMemory, BinEverything, BinConformance}
+	return []string{BinFilesystem, BinMemory, BinEverything, BinConformance, BinInspector}
 }
 
 const (
