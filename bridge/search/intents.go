@@ -1,5 +1,10 @@
 package search
 
+import (
+	"strings"
+	"unicode"
+)
+
 // intent maps words people use when they ask for something to the words
 // tools use when they describe doing it. Unlike a synonym group it points
 // one way: "remember" should find tools about entities and observations,
@@ -114,5 +119,77 @@ func buildIntents(a *analyzer) intentTable {
 			}
 		}
 	}
+	for shape, words := range shapeMeans {
+		for _, w := range words {
+			t[shape] = a.text(t[shape], w, nil, true)
+		}
+	}
 	return t
+}
+
+// Shapes of request words that say what kind of thing a tool must handle:
+// a web address asks for tools that take URLs, a file name or path for
+// tools that take files. Their groups are keyed by terms no text can
+// produce.
+const (
+	shapeURL  = "\x00url"
+	shapeFile = "\x00file"
+)
+
+// shapeMeans are the tool words each shape stands for.
+var shapeMeans = map[string][]string{
+	shapeURL:  {"url", "link", "website", "page"},
+	shapeFile: {"file", "path", "directory"},
+}
+
+// commonTLDs are the top-level domains that make "name.tld" an address
+// rather than a file name.
+var commonTLDs = map[string]bool{
+	"com": true, "org": true, "net": true, "io": true, "dev": true, "app": true,
+	"ai": true, "co": true, "edu": true, "gov": true, "uk": true, "de": true,
+	"fr": true, "eu": true, "info": true, "me": true,
+}
+
+// shapeOf returns shapeURL for a web address ("https://x", "www.x",
+// "example.com"), shapeFile for a path or a file name ("~/notes",
+// "src/main.go", "README.md"), and "" otherwise. tok is one
+// whitespace-separated word of a request.
+func shapeOf(tok string) string {
+	tok = strings.ToLower(strings.Trim(tok, trimSet+"."))
+	if tok == "" || strings.Contains(tok, "::") {
+		return ""
+	}
+	if strings.Contains(tok, "://") || strings.HasPrefix(tok, "www.") {
+		return shapeURL
+	}
+	if strings.HasPrefix(tok, "~") || strings.HasPrefix(tok, "./") || (strings.Contains(tok, "/") && strings.ContainsFunc(tok, unicode.IsLetter)) {
+		return shapeFile
+	}
+	dot := strings.LastIndexByte(tok, '.')
+	if dot <= 0 {
+		return ""
+	}
+	ext := tok[dot+1:]
+	if commonTLDs[ext] {
+		return shapeURL
+	}
+	if strings.Count(tok, ".") == 1 && len(ext) >= 2 && len(ext) <= 4 &&
+		isASCIIAlnum(ext) && !isDigits(ext) && isASCIIAlnum(strings.ReplaceAll(strings.ReplaceAll(tok[:dot], "_", ""), "-", "")) {
+		return shapeFile
+	}
+	return ""
+}
+
+// isASCIIAlnum reports a non-empty string of ASCII letters and digits.
+func isASCIIAlnum(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return true
 }

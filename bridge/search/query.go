@@ -98,6 +98,18 @@ func (ix *Index) addIntents(groups []queryGroup, q string, seen map[string]bool)
 	if iw <= 0 {
 		return groups
 	}
+	for _, tok := range strings.Fields(q) {
+		shape := shapeOf(tok)
+		if shape == "" || seen[shape] || len(groups) == maxQueryTerms {
+			continue
+		}
+		seen[shape] = true
+		g := queryGroup{alts: []alt{{term: shape, w: 1}}}
+		for _, m := range ix.intents[shape] {
+			g.alts = append(g.alts, alt{term: m, w: iw})
+		}
+		groups = append(groups, g)
+	}
 	forEachWord(q, func(word string, cjk bool) {
 		if cjk || len(groups) == maxQueryTerms {
 			return
