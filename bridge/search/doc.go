@@ -90,6 +90,10 @@ type Result struct {
 	// when there are no hits or the query looks like a misspelt tool name.
 	DidYouMean []string
 	// Browse lists tool names grouped by server, set for an empty query and
-	// when nothing matched; it is bounded by Options.BrowseMax.
+	// when nothing matched as written; it is bounded by Options.BrowseMax.
 	Browse []ServerTools
+	// Partial says no tool matched the query's words as written, and Hits
+	// are tools matching part of them instead: close spellings, prefixes
+	// ("screen" for "screenshot") and stop words that tools use as terms.
+	Partial bool
 }

@@ -42,6 +42,9 @@ func checkResult(t *testing.T, ix *Index, query string, limit int, res Result) {
 	if len(res.Hits) == 0 && len(res.Browse) == 0 && ix.Len() > 0 {
 		t.Fatalf("%q: neither hits nor a browse list", query)
 	}
+	if res.Partial && (len(res.Hits) == 0 || len(res.Browse) == 0) {
+		t.Fatalf("%q: partial answer with %d hits and %d servers", query, len(res.Hits), len(res.Browse))
+	}
 	seen := map[string]bool{}
 	for i, h := range res.Hits {
 		if seen[h.ID] {
@@ -65,6 +68,7 @@ func FuzzSearch(f *testing.F) {
 		"", "create github issue", "creat_isue", "`read_file`", "mcp__github__create_issue",
 		"github::create_issue", "查询天气", "ファイルを読む", "\x00\xff", "a" + strings.Repeat("_", 300),
 		"search files ' \" ` () [] {} :: __", "ChaDri.change_drink", "🙂 emoji query",
+		"screnshot of the pge and then open it", "can you help", "read a.txt; then post it, and also ~/x",
 	} {
 		f.Add(seed, 5)
 	}

@@ -124,9 +124,37 @@ func (ix *Index) Search(query string, limit int) Result {
 		res.DidYouMean = append(res.DidYouMean, c.ref.id())
 	}
 	if len(hits) == 0 {
+		res.Hits = ix.partialHits(query, limit)
+		res.Partial = len(res.Hits) > 0
 		res.Browse = ix.browse()
 	}
 	return res
+}
+
+// partialHits ranks the tools for the partial matches of query's words
+// (partialGroups), for a request that matched nothing as written. Caller
+// holds mu (read).
+func (ix *Index) partialHits(query string, limit int) []Hit {
+	sc := ix.getScratch(ix.nDocs)
+	defer ix.putScratch(sc)
+	ix.accumulate(ix.partialGroups(query), sc)
+	best := 0.0
+	for _, g := range sc.touched {
+		best = max(best, sc.acc[g])
+	}
+	// A tool named like one word of the request ("help" in "can you
+	// help") counts as much as the best partial match: its name may be a
+	// stop word that no term carries.
+	forEachWord(query, func(word string, _ bool) {
+		for _, ref := range ix.names[strings.ToLower(word)] {
+			g := ref.seg.base + int(ref.doc)
+			if sc.acc[g] == 0 {
+				sc.touch(g)
+			}
+			sc.acc[g] += max(best, 1)
+		}
+	})
+	return ix.topHits(sc, nil, best, limit, nil)
 }
 
 // accumulate adds every document's BM25F score for groups into sc.acc.
