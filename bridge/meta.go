@@ -94,6 +94,7 @@ const searchOutputSchema = `{"type":"object","properties":{` +
 	`"score":{"type":"number"}},"required":["id","server","name","description","parameters","score"]}},` +
 	`"total_deferred":{"type":"integer"},` +
 	`"did_you_mean":{"type":"array","items":{"type":"string"}},` +
+	`"partial":{"type":"boolean"},` +
 	`"catalog":{"type":"array","items":{"type":"object","properties":{"server":{"type":"string"},"tools":{"type":"array","items":{"type":"string"}},"total":{"type":"integer"}}}}},` +
 	`"required":["tools","total_deferred"]}`
 
@@ -140,6 +141,9 @@ type SearchResult struct {
 	TotalDeferred int             `json:"total_deferred"`
 	DidYouMean    []string        `json:"did_you_mean,omitempty"`
 	Catalog       []CatalogServer `json:"catalog,omitempty"`
+	// Partial says no tool matched the query's words as written: Tools
+	// share part of a word with it, and Catalog lists the servers too.
+	Partial bool `json:"partial,omitempty"`
 }
 
 // CatalogServer lists one server's deferred tools, for browsing.
@@ -204,6 +208,10 @@ func (g *Gateway) search(cat *Catalog, query string, limit int) SearchResult {
 		if len(out.Tools) == limit {
 			break
 		}
+	}
+	if r.Partial && len(out.Tools) > 0 {
+		out.Partial = true
+		out.Catalog = browse(cat, browseNoMatch)
 	}
 	if len(out.Tools) == 0 {
 		for _, id := range r.DidYouMean {
@@ -297,6 +305,9 @@ func searchResult(query string, res SearchResult) *mcp.CallToolResult {
 	var b strings.Builder
 	switch {
 	case len(res.Tools) > 0:
+		if res.Partial {
+			fmt.Fprintf(&b, "No tool matches %q as written; these share part of a word with it (a close spelling or a prefix), and the catalog by server follows. ", query)
+		}
 		fmt.Fprintf(&b, "%d tools for %q (of %d not listed). Run one with tool_call {\"tool_name\": \"<id>\", \"tool_args\": {...}}.\n", len(res.Tools), query, res.TotalDeferred)
 		for i, h := range res.Tools {
 			fmt.Fprintf(&b, "\n%d. %s — %s\n", i+1, h.ID, h.Description)
@@ -324,6 +335,9 @@ func searchResult(query string, res SearchResult) *mcp.CallToolResult {
 			fmt.Fprintf(&b, " Did you mean: %s?", strings.Join(res.DidYouMean, ", "))
 		}
 		b.WriteString(" Try other keywords (what the tool does, not how); the catalog by server:\n")
+	}
+	if res.Partial {
+		b.WriteString("\nThe catalog by server:\n")
 	}
 	for _, s := range res.Catalog {
 		fmt.Fprintf(&b, "- %s (%d): %s", s.Server, s.Total, strings.Join(s.Tools, ", "))

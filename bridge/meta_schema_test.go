@@ -173,10 +173,13 @@ func TestMetaAnswersMatchOutputSchemas(t *testing.T) {
 					checkCompactText(t, res)
 				}
 			}
-			// The answers that carry no hits: browse, no match, did-you-mean,
-			// a describe with unknown names, and errors.
+			// The answers that carry no hits: browse, no match, a partial
+			// match, did-you-mean, a describe with unknown names, and errors.
 			m.call(toolid.MetaSearch, map[string]any{"query": ""})
 			m.call(toolid.MetaSearch, map[string]any{"query": "zzqqxxj"})
+			if _, doc := m.call(toolid.MetaSearch, map[string]any{"query": "zzqqxxj " + misspelt(deferred)}); !bytes.Contains(doc, []byte(`"partial":true`)) {
+				t.Errorf("a misspelt word gave no partial answer: %s", clip(string(doc), 300))
+			}
 			m.call(toolid.MetaSearch, map[string]any{"query": strings.ToUpper(deferred[0].Name[:len(deferred[0].Name)-1])})
 			m.call(toolid.MetaSearch, map[string]any{"query": 7})
 			_, doc := m.call(toolid.MetaDescribe, map[string]any{"tool_names": []string{ids[0], "no_such_tool_anywhere"}})
@@ -269,4 +272,22 @@ func hitsContain(sr SearchResult, id string) bool {
 		}
 	}
 	return false
+}
+
+// misspelt returns the longest all-letter word of the tools' names, of at
+// least six letters, with its third letter dropped: a word no tool has
+// but a partial match finds.
+func misspelt(tools []*Tool) string {
+	best := ""
+	for _, t := range tools {
+		for _, w := range strings.FieldsFunc(t.Name, func(r rune) bool { return r < 'a' || r > 'z' }) {
+			if len(w) > len(best) {
+				best = w
+			}
+		}
+	}
+	if len(best) < 6 {
+		return "zzqqxxj"
+	}
+	return best[:2] + best[3:]
 }

@@ -114,6 +114,8 @@ func TestToolSearch(t *testing.T) {
 		{name: "core tools are not searched", args: map[string]any{"query": "read_file"}, wantText: []string{"No tool matches"}},
 		{name: "empty query browses", args: map[string]any{"query": ""}, wantText: []string{"- issues (3):", "create_issue"}},
 		{name: "no match lists the catalog", args: map[string]any{"query": "zzzqqq"}, wantText: []string{"No tool matches", "- alpha ("}},
+		{name: "partial match says so and lists the catalog", args: map[string]any{"query": "zzzqqq isues"}, wantFirst: "issues::create_issue",
+			wantText: []string{"No tool matches \"zzzqqq isues\" as written", "1. issues::", "The catalog by server:", "- alpha ("}},
 		{name: "limit as string", args: map[string]any{"query": "echo", "limit": "1"}, wantFirst: "alpha::echo"},
 		{name: "query not a string", args: map[string]any{"query": 42}, wantError: true, wantText: []string{"query must be a string"}},
 		{name: "limit garbage", args: map[string]any{"query": "x", "limit": []int{1}}, wantError: true, wantText: []string{"limit must be a number"}},
