@@ -191,14 +191,43 @@ func (g *Gateway) resolve(cat *Catalog, name string) (*Tool, string) {
 	if t, ok := cat.ByExposed(clean); ok {
 		return t, ""
 	}
+	if len(clean) > maxNameBytes {
+		// No tool has such a name; ranking it against every name would
+		// only cost time.
+		return nil, fmt.Sprintf("Unknown tool %q (%d bytes; tool ids are at most %d). Find tools with tool_search {\"query\": \"<what you want to do>\"}.", clip(name, maxEcho), len(name), maxNameBytes)
+	}
 	id, candidates := g.index.Resolve(clean)
 	if t, ok := cat.ByID(id); ok && id != "" {
 		return t, ""
 	}
-	if len(candidates) > 0 {
-		return nil, fmt.Sprintf("Unknown tool %q. Did you mean: %s? Or search with tool_search.", name, strings.Join(candidates, ", "))
+	if ambiguous(clean, candidates) {
+		return nil, fmt.Sprintf("Tool name %q is ambiguous: %d servers have a tool of that name: %s. Call it by its full id, e.g. %s.", clip(name, maxEcho), len(candidates), strings.Join(candidates, ", "), candidates[0])
 	}
-	return nil, fmt.Sprintf("Unknown tool %q. Find tools with tool_search {\"query\": \"<what you want to do>\"}.", name)
+	if len(candidates) > 0 {
+		return nil, fmt.Sprintf("Unknown tool %q. Did you mean: %s? Or search with tool_search.", clip(name, maxEcho), strings.Join(candidates, ", "))
+	}
+	return nil, fmt.Sprintf("Unknown tool %q. Find tools with tool_search {\"query\": \"<what you want to do>\"}.", clip(name, maxEcho))
+}
+
+// maxNameBytes is the longest tool id a name can resolve to: a server name
+// (64 at most), the separator and a tool name (128 at most, as MCP
+// recommends).
+const maxNameBytes = 64 + len(toolid.Separator) + 128
+
+// ambiguous reports whether candidates are the several tools a bare name
+// names exactly (as opposed to did-you-mean guesses for a name that
+// matched nothing).
+func ambiguous(name string, candidates []string) bool {
+	if len(candidates) < 2 {
+		return false
+	}
+	for _, id := range candidates {
+		_, tool, ok := toolid.Split(id)
+		if !ok || !strings.EqualFold(tool, name) {
+			return false
+		}
+	}
+	return true
 }
 
 // dispatch forwards one call to the upstream that owns the tool, under the

@@ -244,6 +244,9 @@ func (g *Gateway) upstreamChanged(u *upstream.Conn, method string) {
 			g.logger.Warn("refreshing after list change", "server", u.Name(), "error", err)
 			return
 		}
+		for _, why := range u.Skipped() {
+			g.logger.Warn("refreshing after list change", "server", u.Name(), "warning", why)
+		}
 		g.rebuild()
 	}()
 }

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -163,25 +164,55 @@ func (g *Gateway) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*m
 		return toolError("tool_search: %v. Example: {\"query\": \"create github issue\"}", err), nil
 	}
 	cfg := g.settings().cfg
-	limit := cfg.Search.DefaultLimit
-	if raw, ok := args["limit"]; ok && string(raw) != "null" {
-		var f float64
-		if err := json.Unmarshal(raw, &f); err != nil {
-			// A string like "5" is a common slip; accept it.
-			var s string
-			if json.Unmarshal(raw, &s) != nil || json.Unmarshal([]byte(s), &f) != nil {
-				return toolError("tool_search: limit must be a number from 1 to %d, got %s", cfg.Search.MaxLimit, clip(string(raw), 40)), nil
-			}
-		}
-		limit = int(f)
+	limit, err := searchLimit(args["limit"], cfg.Search)
+	if err != nil {
+		return toolError("tool_search: %v", err), nil
 	}
-	limit = max(1, min(limit, cfg.Search.MaxLimit))
+	if len(query) > maxQueryBytes {
+		query = truncateUTF8(query, maxQueryBytes)
+	}
 	res := g.search(g.Catalog(), query, limit)
 	serverSpanFrom(ctx).SetSearch(len(query), limit, len(res.Tools), query)
 	if cfg.Disclosure == config.DisclosureActivate {
 		g.reveal(ctx, res.Tools)
 	}
 	return searchResult(query, res), nil
+}
+
+// maxQueryBytes bounds the query tool_search ranks by: no task needs more,
+// and the work of ranking grows with it. The rest is ignored.
+const maxQueryBytes = 1000
+
+// maxEcho bounds how much of a caller's query or tool name an answer
+// repeats back, so that a huge one does not come back whole.
+const maxEcho = 100
+
+// searchLimit reads tool_search's limit: absent or null is the default; a
+// whole number from 1 up is taken, capped at search.max_limit; a string
+// holding one ("7", a common slip) is accepted as that number. Anything
+// else (0, -1, 2.5, true) is an error that says what is expected.
+func searchLimit(raw json.RawMessage, cfg config.Search) (int, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return cfg.DefaultLimit, nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		raw = json.RawMessage(strings.TrimSpace(s))
+	}
+	var f float64
+	if err := json.Unmarshal(raw, &f); err != nil || f < 1 || f != math.Trunc(f) {
+		return 0, fmt.Errorf("limit must be a whole number from 1 to %d (larger ones are capped at %d), got %s",
+			cfg.MaxLimit, cfg.MaxLimit, clip(string(raw), 40))
+	}
+	return int(min(f, float64(cfg.MaxLimit))), nil
+}
+
+// truncateUTF8 cuts s to at most n bytes, at a character boundary.
+func truncateUTF8(s string, n int) string {
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // search ranks the deferred tools of cat for query. The index holds every
@@ -306,9 +337,9 @@ func searchResult(query string, res SearchResult) *mcp.CallToolResult {
 	switch {
 	case len(res.Tools) > 0:
 		if res.Partial {
-			fmt.Fprintf(&b, "No tool matches %q as written; these share part of a word with it (a close spelling or a prefix), and the catalog by server follows. ", query)
+			fmt.Fprintf(&b, "No tool matches %q as written; these share part of a word with it (a close spelling or a prefix), and the catalog by server follows. ", clip(query, maxEcho))
 		}
-		fmt.Fprintf(&b, "%d tools for %q (of %d not listed). Run one with tool_call {\"tool_name\": \"<id>\", \"tool_args\": {...}}.\n", len(res.Tools), query, res.TotalDeferred)
+		fmt.Fprintf(&b, "%d tools for %q (of %d not listed). Run one with tool_call {\"tool_name\": \"<id>\", \"tool_args\": {...}}.\n", len(res.Tools), clip(query, maxEcho), res.TotalDeferred)
 		for i, h := range res.Tools {
 			fmt.Fprintf(&b, "\n%d. %s — %s\n", i+1, h.ID, h.Description)
 			if len(h.Parameters) > 0 {
@@ -330,7 +361,7 @@ func searchResult(query string, res SearchResult) *mcp.CallToolResult {
 	case strings.TrimSpace(query) == "":
 		fmt.Fprintf(&b, "%d tools are not listed; search them by keywords. By server:\n", res.TotalDeferred)
 	default:
-		fmt.Fprintf(&b, "No tool matches %q.", query)
+		fmt.Fprintf(&b, "No tool matches %q.", clip(query, maxEcho))
 		if len(res.DidYouMean) > 0 {
 			fmt.Fprintf(&b, " Did you mean: %s?", strings.Join(res.DidYouMean, ", "))
 		}

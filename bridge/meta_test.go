@@ -118,7 +118,7 @@ func TestToolSearch(t *testing.T) {
 			wantText: []string{"No tool matches \"zzzqqq isues\" as written", "1. issues::", "The catalog by server:", "- alpha ("}},
 		{name: "limit as string", args: map[string]any{"query": "echo", "limit": "1"}, wantFirst: "alpha::echo"},
 		{name: "query not a string", args: map[string]any{"query": 42}, wantError: true, wantText: []string{"query must be a string"}},
-		{name: "limit garbage", args: map[string]any{"query": "x", "limit": []int{1}}, wantError: true, wantText: []string{"limit must be a number"}},
+		{name: "limit garbage", args: map[string]any{"query": "x", "limit": []int{1}}, wantError: true, wantText: []string{"limit must be a whole number"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -153,15 +153,42 @@ func TestToolSearch(t *testing.T) {
 	}
 }
 
-func TestToolSearchLimitIsClamped(t *testing.T) {
+func TestToolSearchLimit(t *testing.T) {
 	_, c := startBridge(t, bridgeConfig())
-	for _, limit := range []int{0, -3, 1000} {
-		res, _ := callText(t, c, toolid.MetaSearch, map[string]any{"query": "tool", "limit": limit})
+	tests := []struct {
+		limit   any
+		hits    int    // when not an error: how many hits at most (the catalog has fewer than 20)
+		wantErr string // substring of the isError text
+	}{
+		{nil, 5, ""},
+		{1, 1, ""},
+		{"1", 1, ""}, // a number in a string is a common slip
+		{"7", 7, ""},
+		{1e30, 20, ""}, // capped at search.max_limit, as documented
+		{1000, 20, ""},
+		{0, 0, "limit must be a whole number from 1 to 20"},
+		{-1, 0, "limit must be a whole number from 1 to 20"},
+		{2.5, 0, "got 2.5"},
+		{"seven", 0, "limit must be a whole number"},
+		{true, 0, "limit must be a whole number"},
+	}
+	for _, tt := range tests {
+		args := map[string]any{"query": "tool"}
+		if tt.limit != nil {
+			args["limit"] = tt.limit
+		}
+		res, text := callText(t, c, toolid.MetaSearch, args)
+		if tt.wantErr != "" {
+			if !res.IsError || !strings.Contains(text, tt.wantErr) {
+				t.Errorf("limit %v: isError=%v %q, want an error containing %q", tt.limit, res.IsError, text, tt.wantErr)
+			}
+			continue
+		}
 		var sr SearchResult
 		b, _ := json.Marshal(res.StructuredContent)
 		_ = json.Unmarshal(b, &sr)
-		if len(sr.Tools) < 1 || len(sr.Tools) > 20 {
-			t.Errorf("limit %d gave %d hits, want 1..20", limit, len(sr.Tools))
+		if res.IsError || len(sr.Tools) < 1 || len(sr.Tools) > tt.hits {
+			t.Errorf("limit %v: isError=%v, %d hits, want 1..%d: %s", tt.limit, res.IsError, len(sr.Tools), tt.hits, text)
 		}
 	}
 }

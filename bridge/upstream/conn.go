@@ -42,6 +42,7 @@ type Conn struct {
 
 	mu           sync.RWMutex
 	tools        []mcp.Tool
+	skippedTools []string // why tools of the last tools/list were left out
 	prompts      []mcp.Prompt
 	resources    []mcp.Resource
 	templates    []mcp.ResourceTemplate

@@ -6,6 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -42,6 +45,7 @@ func (u *Conn) RefreshTools(ctx context.Context) error {
 		return nil
 	}
 	var tools []mcp.Tool
+	var skipped []string
 	err := paginate(ctx, u, string(mcp.MethodToolsList), func(page json.RawMessage) (string, error) {
 		var res struct {
 			Tools      []json.RawMessage `json:"tools"`
@@ -50,10 +54,12 @@ func (u *Conn) RefreshTools(ctx context.Context) error {
 		if err := json.Unmarshal(page, &res); err != nil {
 			return "", fmt.Errorf("decoding tools/list: %w", err)
 		}
-		for i, raw := range res.Tools {
+		for _, raw := range res.Tools {
 			t, err := DecodeTool(raw)
 			if err != nil {
-				return "", fmt.Errorf("decoding tool %d of tools/list: %w", len(tools)+i, err)
+				// One broken tool must not take the server's others with it.
+				skipped = append(skipped, fmt.Sprintf("skipped tool %d of tools/list: %v", len(tools)+len(skipped), err))
+				continue
 			}
 			tools = append(tools, t)
 		}
@@ -63,9 +69,16 @@ func (u *Conn) RefreshTools(ctx context.Context) error {
 		return fmt.Errorf("listing tools: %w", err)
 	}
 	u.mu.Lock()
-	u.tools = tools
+	u.tools, u.skippedTools = tools, skipped
 	u.mu.Unlock()
 	return nil
+}
+
+// Skipped says which tools of the last tools/list were left out, and why.
+func (u *Conn) Skipped() []string {
+	u.mu.RLock()
+	defer u.mu.RUnlock()
+	return u.skippedTools
 }
 
 func (u *Conn) RefreshPrompts(ctx context.Context) error {
@@ -157,6 +170,26 @@ func paginate(ctx context.Context, u *Conn, method string, page func(json.RawMes
 	return fmt.Errorf("%s: more than %d pages", method, maxPages)
 }
 
+// maxToolName is the longest tool name accepted: MCP recommends at most
+// 128 characters.
+const maxToolName = 128
+
+// checkToolName refuses a name no client could call or read: empty, too
+// long, not UTF-8, or with control characters.
+func checkToolName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("tool has no name")
+	case len(name) > maxToolName:
+		return fmt.Errorf("tool name %q… is %d bytes, more than %d", name[:32], len(name), maxToolName)
+	case !utf8.ValidString(name):
+		return fmt.Errorf("tool name %q is not UTF-8", name)
+	case strings.IndexFunc(name, unicode.IsControl) >= 0:
+		return fmt.Errorf("tool name %q has control characters", name)
+	}
+	return nil
+}
+
 // decodeTool decodes one tool and keeps its input and output schemas as
 // the raw JSON the server sent: mcp-go's typed schema drops keywords it does
 // not model ($schema, titles, ...), and clients must see them unchanged.
@@ -175,8 +208,8 @@ func DecodeTool(raw json.RawMessage) (mcp.Tool, error) {
 		return mcp.Tool{}, err
 	}
 	t := wire.Tool
-	if t.Name == "" {
-		return t, errors.New("tool has no name")
+	if err := checkToolName(t.Name); err != nil {
+		return t, err
 	}
 	t.RawInputSchema = wire.InputSchema
 	switch {

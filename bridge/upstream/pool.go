@@ -157,6 +157,9 @@ func (p *Pool) dialAll(ctx context.Context, specs []Spec, ready func(*Conn)) ([]
 			tools, _, _, _ := o.u.Snapshot()
 			fmt.Fprintf(p.progress, "toolbridge: ✓ %-20s %-15s %4d tools %6d ms\n",
 				o.spec.Name, o.spec.Transport(), len(tools), o.took.Milliseconds())
+			for _, why := range o.u.Skipped() {
+				fmt.Fprintf(p.progress, "toolbridge: ! %-20s %s\n", o.spec.Name, why)
+			}
 			if ready != nil {
 				ready(o.u)
 			}
