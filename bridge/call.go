@@ -237,6 +237,9 @@ func ambiguous(name string, candidates []string) bool {
 func (g *Gateway) dispatch(ctx context.Context, c call) (*mcp.CallToolResult, error) {
 	u, ok := g.pool.Get(c.tool.Server)
 	if why, next := g.pool.Down(c.tool.Server); !ok || why != "" {
+		if g.pool.NeedsLogin(c.tool.Server) {
+			return needsLoginResult(c), nil
+		}
 		retry := ""
 		if wait := time.Until(next); !next.IsZero() && wait > 0 {
 			retry = fmt.Sprintf(" toolbridge is reconnecting it; next attempt in %s.", wait.Round(100*time.Millisecond))
@@ -468,11 +471,19 @@ func (g *Gateway) failureResult(ctx context.Context, c call, err error) (*mcp.Ca
 		return toolError("%s did not answer within %s (server %q call timeout). The server may be busy or hung; try again, or raise timeouts.call.", c.tool.ID, f.timeout, c.tool.Server), nil
 	case errors.As(err, &tooLarge):
 		return toolError("Server %q answered %s with more than max_result_bytes (%d bytes), so the result was dropped. Ask for less (a narrower query, a smaller page), or raise max_result_bytes.", c.tool.Server, c.tool.ID, tooLarge.Limit), nil
+	case upstream.IsNeedsLogin(err):
+		return needsLoginResult(c), nil
 	case errors.As(err, &rpcErr):
 		return toolError("Server %q rejected the call to %s: %s (JSON-RPC code %d).", c.tool.Server, c.tool.ID, rpcErr.Message, rpcErr.Code), nil
 	default:
 		return toolError("Server %q is unavailable, so %s failed: %v", c.tool.Server, c.tool.ID, err), nil
 	}
+}
+
+// needsLoginResult tells the model the server needs a person to log in.
+func needsLoginResult(c call) *mcp.CallToolResult {
+	return toolError("Server %q needs login, so %s cannot run now: ask the user to run `toolbridge auth login %s` in a terminal; the running gateway picks the token up without a restart. Other servers' tools still work.",
+		c.tool.Server, c.tool.ID, c.tool.Server)
 }
 
 // toolError is an isError result with one text block.

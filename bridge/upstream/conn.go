@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/toolbridge/toolbridge/bridge/upstream/oauth"
 	"github.com/toolbridge/toolbridge/config"
 )
 
@@ -29,6 +30,9 @@ type Conn struct {
 
 	client *client.Client
 	tr     transport.Interface
+	// auth is a remote server's OAuth client (nil for stdio and
+	// in-process servers): it authorizes every HTTP request.
+	auth   *oauth.Client
 	child  *child // stdio only: the server's process
 	stderr *tailBuffer
 	nextID atomic.Int64
@@ -317,6 +321,11 @@ func (u *Conn) Request(ctx context.Context, method string, params any) (json.Raw
 			// something else), which is no lost connection; a legacy SSE
 			// stream it broke is reported lost by the transport itself.
 			return nil, tooLarge
+		}
+		if IsNeedsLogin(err) {
+			// The token is gone, not the connection: after a login the
+			// next request carries the new token.
+			return nil, err
 		}
 		err = u.explain(err)
 		// A request that fails below JSON-RPC means the connection is

@@ -32,8 +32,14 @@ func (u *Conn) httpClient() *http.Client {
 	limit := u.MessageLimit()
 	// The shared default transport, as mcp-go's own client would use: its
 	// connections are pooled across upstreams.
+	var next http.RoundTripper = http.DefaultTransport
+	if u.auth != nil {
+		// Tokens go on below the bound, so a retry after a refresh is
+		// bounded like any answer.
+		next = u.auth.Transport(next)
+	}
 	return &http.Client{Transport: &limitTransport{
-		next: http.DefaultTransport, limit: limit,
+		next: next, limit: limit,
 		answersOnStream: u.spec.Config.UpstreamTransport() == config.TransportSSE,
 	}}
 }

@@ -27,6 +27,9 @@ type ServerStatus struct {
 	Restarts int `json:"restarts,omitempty"`
 	// NextAttempt is when the supervisor tries again, while disconnected.
 	NextAttempt time.Time `json:"next_attempt,omitzero"`
+	// NeedsLogin says the server needs `toolbridge auth login NAME`; the
+	// gateway takes the token as soon as a login stores one.
+	NeedsLogin bool `json:"needs_login,omitempty"`
 }
 
 // Pool holds the connections to every upstream server.
@@ -59,6 +62,9 @@ type Pool struct {
 	// sups holds each supervised server's current supervisor; one that a
 	// reload replaced or removed finds itself missing here and stops.
 	sups map[string]*supervisor
+
+	// auth holds the remote servers' OAuth clients.
+	auth auths
 }
 
 // supervisor is the handle of one server's supervising goroutine.
@@ -151,8 +157,13 @@ func (p *Pool) dialAll(ctx context.Context, specs []Spec, ready func(*Conn)) ([]
 		o := <-results
 		if o.err != nil {
 			errs = append(errs, fmt.Errorf("connecting to %s: %w", o.spec.Name, o.err))
-			fmt.Fprintf(p.progress, "toolbridge: ✗ %-20s %-15s failed after %d ms: %v\n",
-				o.spec.Name, o.spec.Transport(), o.took.Milliseconds(), o.err)
+			if IsNeedsLogin(o.err) {
+				fmt.Fprintf(p.progress, "toolbridge: ✗ %-20s %-15s needs login: run `toolbridge auth login %s`; it is picked up without a restart\n",
+					o.spec.Name, o.spec.Transport(), o.spec.Name)
+			} else {
+				fmt.Fprintf(p.progress, "toolbridge: ✗ %-20s %-15s failed after %d ms: %v\n",
+					o.spec.Name, o.spec.Transport(), o.took.Milliseconds(), o.err)
+			}
 		} else {
 			tools, _, _, _ := o.u.Snapshot()
 			fmt.Fprintf(p.progress, "toolbridge: ✓ %-20s %-15s %4d tools %6d ms\n",
@@ -178,6 +189,7 @@ func (p *Pool) install(o dialed) (replaced *Conn) {
 	delete(p.ups, o.spec.Name)
 	if o.err != nil {
 		status.Error = o.err.Error()
+		status.NeedsLogin = IsNeedsLogin(o.err)
 	} else {
 		tools, _, _, _ := o.u.Snapshot()
 		status.Connected, status.Tools = true, len(tools)
@@ -298,9 +310,14 @@ func (p *Pool) dial(ctx context.Context, spec Spec) (*Conn, time.Duration, error
 	cfg := p.cfg.Load()
 	u := newConn(spec, p.environ, p.relay, p.version)
 	u.maxLine = cfg.MaxResultBytes
+	auth, err := p.authFor(spec)
+	if err != nil {
+		return nil, 0, ScrubError(err, spec.Config)
+	}
+	u.auth = auth
 	timeout := cfg.EffectiveConnectTimeout(spec.Config)
 	cctx, cancel := context.WithTimeout(ctx, timeout)
-	err := u.connect(cctx, p.life)
+	err = u.connect(cctx, p.life)
 	cancel()
 	// The time to the failure, not to the cleanup after it.
 	took := time.Since(start)
@@ -352,6 +369,9 @@ func (p *Pool) supervise(spec Spec, u *Conn) {
 				fmt.Fprintf(p.progress, "toolbridge: ✗ %-20s lost: %s; reconnecting\n", spec.Name, why)
 				p.setDown(sup, spec.Name, "lost: "+why, time.Now().Add(delay))
 				delay = initial()
+				// Handled: the attempts below back off from here, and a
+				// failed one must not count as this loss again.
+				u = nil
 			}
 			// Back off before each attempt: a server that dies at once must
 			// not be restarted in a tight loop.
@@ -367,6 +387,14 @@ func (p *Pool) supervise(spec Spec, u *Conn) {
 					return
 				}
 				delay = min(delay*2, maxDelay())
+				if IsNeedsLogin(err) {
+					// No point asking the server again before a login:
+					// wait for one, then try at once.
+					p.setNeedsLogin(sup, spec.Name, err.Error())
+					p.waitForLogin(ctx, spec, err)
+					delay = initial()
+					continue
+				}
 				p.setDown(sup, spec.Name, err.Error(), time.Now().Add(delay))
 				continue
 			}
@@ -382,7 +410,7 @@ func (p *Pool) supervise(spec Spec, u *Conn) {
 			old := p.ups[spec.Name]
 			p.ups[spec.Name] = next
 			st := p.statuses[spec.Name]
-			st.Connected, st.Tools, st.Took, st.Error, st.NextAttempt = true, len(tools), took, "", time.Time{}
+			st.Connected, st.Tools, st.Took, st.Error, st.NextAttempt, st.NeedsLogin = true, len(tools), took, "", time.Time{}, false
 			st.Restarts++
 			p.statuses[spec.Name] = st
 			p.mu.Unlock()
@@ -409,6 +437,19 @@ func (p *Pool) setDown(sup *supervisor, name, why string, next time.Time) {
 	}
 	st := p.statuses[name]
 	st.Connected, st.Error, st.NextAttempt = false, why, next
+	p.statuses[name] = st
+}
+
+// setNeedsLogin records that a server is down until a login, if sup
+// still supervises it.
+func (p *Pool) setNeedsLogin(sup *supervisor, name, why string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.sups[name] != sup {
+		return
+	}
+	st := p.statuses[name]
+	st.Connected, st.Error, st.NextAttempt, st.NeedsLogin = false, why, time.Time{}, true
 	p.statuses[name] = st
 }
 
@@ -487,6 +528,13 @@ func (p *Pool) Statuses() []ServerStatus {
 		if u := p.ups[s.Name]; s.Connected && u != nil {
 			if why := u.lost(); why != "" {
 				s.Connected, s.Error = false, "lost: "+why
+			}
+			if u.auth != nil {
+				// Connected, but its token stopped working: calls fail
+				// until a login.
+				if why := u.auth.NeedsLoginNow(); why != "" {
+					s.NeedsLogin, s.Error = true, why
+				}
 			}
 		}
 		out = append(out, s)

@@ -124,6 +124,28 @@ type Client struct {
 	// across requests: a server that never accepts the scopes it asks for
 	// gets MaxStepUps of them, not MaxStepUps per request.
 	stepUps atomic.Int64
+	// lastNeedsLogin is the message of the last request that failed for
+	// want of a login, nil once one succeeds: what /readyz shows.
+	lastNeedsLogin atomic.Pointer[string]
+}
+
+// NeedsLoginNow returns the message of the last request that failed for
+// want of a login, or "" if the last one went through.
+func (c *Client) NeedsLoginNow() string {
+	if p := c.lastNeedsLogin.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// StoredToken is the access token in the store, or "" (for WaitForLogin:
+// the token a login must replace).
+func (c *Client) StoredToken(ctx context.Context) string {
+	r, err := c.load(ctx)
+	if err != nil {
+		return ""
+	}
+	return r.Token.AccessToken
 }
 
 // New returns the OAuth client for cfg.

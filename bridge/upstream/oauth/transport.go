@@ -36,6 +36,16 @@ type authTransport struct {
 }
 
 func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.roundTrip(req)
+	var nl *NeedsLoginError
+	if errors.As(err, &nl) {
+		msg := nl.Error()
+		t.c.lastNeedsLogin.Store(&msg)
+	}
+	return resp, err
+}
+
+func (t *authTransport) roundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	c := t.c
 	logins := 0 // authorizations this request triggered
@@ -105,6 +115,7 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		default:
 			// The server accepted the token: step-ups start over.
 			c.stepUps.Store(0)
+			c.lastNeedsLogin.Store(nil)
 			return resp, nil
 		}
 	}
