@@ -214,8 +214,9 @@ func redactArg(a string) string {
 }
 
 // Scrub masks in text (an error message, a log line) every secret that
-// server s carries: the values of its env and headers, and its URL's user
-// info and secret-looking query parameters. Errors from transports quote
+// server s carries: the values of its env and headers, its auth client
+// secret and private key, and its URL's user info and secret-looking query
+// parameters. Errors from transports quote
 // URLs and sometimes echo headers; they must not carry secrets to logs or
 // to the model.
 //
@@ -225,7 +226,8 @@ func redactArg(a string) string {
 // so that an echo in another encoding does not carry them out either.
 func (s Server) Scrub(text string) string {
 	text = RedactURLs(text)
-	for _, values := range []map[string]string{s.Env, s.Headers, urlSecrets(s.URL)} {
+	auth := map[string]string{"client_secret": s.Auth.ClientSecret, "private_key": s.Auth.PrivateKey}
+	for _, values := range []map[string]string{s.Env, s.Headers, urlSecrets(s.URL), auth} {
 		for _, v := range values {
 			// Very short values ("1", "true") are not secrets worth masking,
 			// and masking them would mangle ordinary text.

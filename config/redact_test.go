@@ -227,12 +227,13 @@ func TestServerScrub(t *testing.T) {
 		URL:     "https://mcp.example.com/mcp?api_key=sk-live-12345&x=1",
 		Headers: map[string]string{"Authorization": "Bearer tok-abcdef"},
 		Env:     map[string]string{"TOKEN": "ghp_secretvalue", "DEBUG": "1"},
+		Auth:    Auth{ClientID: "cid", ClientSecret: "client-s3cret"},
 	}
-	text := `Post "https://mcp.example.com/mcp?api_key=sk-live-12345&x=1": refused; header Bearer tok-abcdef; env ghp_secretvalue; level 1;` +
+	text := `client client-s3cret; Post "https://mcp.example.com/mcp?api_key=sk-live-12345&x=1": refused; header Bearer tok-abcdef; env ghp_secretvalue; level 1;` +
 		` rewritten "https://mcp.example.com/mcp?x=1&api_key=sk-live-12345"; escaped {"u":"mcp?a=1\u0026api_key=sk-live-12345"};` +
 		` other "http://bob:***@other.example/?token=tok-other-999"`
 	got := s.Scrub(text)
-	for _, secret := range []string{"sk-live-12345", "tok-abcdef", "ghp_secretvalue", "tok-other-999"} {
+	for _, secret := range []string{"sk-live-12345", "tok-abcdef", "ghp_secretvalue", "tok-other-999", "client-s3cret"} {
 		if strings.Contains(got, secret) {
 			t.Errorf("Scrub left %q in %q", secret, got)
 		}
