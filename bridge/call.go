@@ -30,6 +30,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/toolbridge/toolbridge/bridge/policy"
 	"github.com/toolbridge/toolbridge/bridge/upstream"
 	"github.com/toolbridge/toolbridge/config/toolid"
 	"github.com/toolbridge/toolbridge/trace"
@@ -258,7 +259,7 @@ func (g *Gateway) observedCall(ctx context.Context, c call, u *upstream.Conn) (*
 		Server: c.tool.Server, Tool: c.tool.Name, Class: c.tool.Verdict.Class, Via: c.via,
 		Arguments: recordable(g.tel, c.args),
 	})
-	hc := trace.Call{
+	hc := policy.Call{
 		Server: c.tool.Server, Tool: c.tool.Name, Class: c.tool.Verdict.Class, Via: c.via,
 		Arguments: c.args, SessionID: sessionID(ctx),
 	}
@@ -274,8 +275,8 @@ func (g *Gateway) observedCall(ctx context.Context, c call, u *upstream.Conn) (*
 			reason = "a hook denied it"
 		}
 		res := toolError("%s was not run: %s", c.tool.ID, reason)
-		hooks.AfterCall(ctx, hc, trace.Result{Value: res, IsError: true, Denied: true, Reason: reason, Duration: time.Since(start)})
-		toolSpan.SetDenied(d)
+		hooks.AfterCall(ctx, hc, policy.Result{Value: res, IsError: true, Denied: true, Reason: reason, Duration: time.Since(start)})
+		toolSpan.SetDenied(d.Hook, d.Reason)
 		toolSpan.EndResult(true)
 		return res, nil
 	}
@@ -287,7 +288,7 @@ func (g *Gateway) observedCall(ctx context.Context, c call, u *upstream.Conn) (*
 	cctx, clientSpan := g.tel.StartClient(ctx, trace.Upstream{Transport: u.Spec().Transport(), URL: url})
 	res, err := g.forward(cctx, c, u, g.upstreamMeta(cctx, c.meta))
 	err = upstream.ScrubError(err, u.Spec().Config)
-	result := trace.Result{Value: res, Err: err, Duration: time.Since(start)}
+	result := policy.Result{Value: res, Err: err, Duration: time.Since(start)}
 	if err != nil {
 		code := mcp.INTERNAL_ERROR
 		var rpcErr *upstream.RPCError

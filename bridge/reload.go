@@ -10,10 +10,10 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/toolbridge/toolbridge/bridge/policy"
 	"github.com/toolbridge/toolbridge/bridge/upstream"
 	"github.com/toolbridge/toolbridge/classify"
 	"github.com/toolbridge/toolbridge/config"
-	"github.com/toolbridge/toolbridge/trace"
 )
 
 // settings is the part of the gateway a reload replaces as one: the config
@@ -22,7 +22,7 @@ type settings struct {
 	cfg        *config.Config
 	classifier *classify.Classifier
 	counter    classify.Counter
-	hooks      *trace.Hooks
+	hooks      *policy.Hooks
 	// calls counts the tool calls that started with these settings: when a
 	// reload replaces the hooks, the old ones (an open audit file) are
 	// closed only after the last of them ends.
@@ -49,7 +49,7 @@ func provision(cfg *config.Config, old *settings, logger *slog.Logger) (*setting
 	}
 	if old != nil && sameHooks(old.cfg, cfg) {
 		s.hooks = old.hooks
-	} else if s.hooks, err = trace.NewHooks(cfg, logger); err != nil {
+	} else if s.hooks, err = policy.NewHooks(cfg, logger); err != nil {
 		return nil, fmt.Errorf("building hooks: %w", err)
 	}
 	return s, nil

@@ -6,11 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolbridge/toolbridge/config"
-	"github.com/toolbridge/toolbridge/trace"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	sdktracetest "go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/toolbridge/toolbridge/config"
+	"github.com/toolbridge/toolbridge/trace"
 )
 
 // BenchmarkToolCallSpans measures what tracing adds to one bridged tool

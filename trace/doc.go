@@ -1,8 +1,8 @@
 // Package trace gives toolbridge OpenTelemetry traces and metrics that
-// follow the semantic conventions for MCP, and the hooks and audit log
-// that run around every tool call. Both see the real tool: a call the
-// client makes through the tool_call meta-tool is recorded, hooked and
-// audited as the upstream tool it wraps.
+// follow the semantic conventions for MCP. They see the real tool: a call
+// the client makes through the tool_call meta-tool is recorded as the
+// upstream tool it wraps. (The hooks and the audit log that run around
+// every tool call are policy, not tracing: they live in bridge/policy.)
 //
 // # Spans
 //
@@ -56,14 +56,11 @@
 //	// Once the real tool is resolved (bridged or direct):
 //	ctx, tool := tel.StartTool(ctx, trace.ToolCall{Server: "github", Tool: "create_issue",
 //		Class: class, Via: trace.ViaToolCall, Arguments: args})
-//	// Hooks see the same real call; pass the tool span's ctx so the
-//	// audit line carries its trace id:
-//	call := trace.Call{Server: "github", Tool: "create_issue", Class: class, Via: trace.ViaToolCall, Arguments: args, SessionID: sid}
-//	if d, _ := hooks.BeforeCall(ctx, call); d.Deny {
-//		tool.SetDenied(d)
+//	// A policy hook (bridge/policy) that denied the call:
+//	if denied {
+//		tool.SetDenied(hookName, reason)
 //		tool.EndResult(true)
-//		hooks.AfterCall(ctx, call, trace.Result{Denied: true, Reason: d.Reason, Duration: time.Since(start)})
-//		return mcp.NewToolResultError(d.Reason), nil
+//		return mcp.NewToolResultError(reason), nil
 //	}
 //	// For the upstream request:
 //	ctx, up := tel.StartClient(ctx, trace.Upstream{Transport: srvCfg.UpstreamTransport(), URL: srvCfg.URL})
@@ -71,7 +68,6 @@
 //	res, err := client.CallTool(ctx, upReq)
 //	up.SetResult(res); up.EndResult(res.IsError) // or up.EndError(code, err)
 //	tool.EndResult(res.IsError)
-//	hooks.AfterCall(ctx, call, trace.Result{Value: res, IsError: res.IsError, Duration: time.Since(start)})
 //
 // A disabled Telemetry (exporter none, Disabled, or a nil *Telemetry)
 // returns nil spans; every *Span method is a no-op on nil, so the handler
@@ -113,29 +109,4 @@
 // Nothing global is read or written: no otel.SetTracerProvider, no global
 // propagator. The W3C trace-context and baggage propagators are used
 // directly by Extract and Inject.
-//
-// # Hooks
-//
-// A Hook sees every tool call before (BeforeCall, may deny) and after
-// (AfterCall) it runs, with the real server, tool, class, arguments and
-// session. Hooks runs a list in order: the first deny wins and the rest
-// are not asked; a hook that errors is logged and counts as allow (a
-// broken hook must not stop every tool; deny explicitly to block).
-// AfterCall goes to every hook, for denied calls too. NewHooks builds the
-// configured ones: CommandHook for each config.Hook, then the Audit log.
-//
-// A CommandHook gets the call as one JSON object on stdin
-// ({"event","server","tool","arguments","session","class","via"}; after
-// events add "outcome", "is_error", "duration_ms", "error", "result").
-// Exit 0 allows, exit 2 denies with stderr (first 4 KiB) as the reason the
-// model sees, any other exit, a crash or a timeout is logged and allows.
-// The command runs in its own process group, killed as a whole when the
-// timeout (default 5 s) passes. Match is a glob: with "::" it matches
-// "server::tool", without it the tool name alone.
-//
-// The Audit log appends one JSON line per call (AuditRecord: time,
-// session, server, tool, via, class, duration_ms, outcome, error,
-// trace_id, span_id) with one write per line, safe for concurrent calls.
-// Call AfterCall with the tool span's context so the line carries its
-// trace id.
 package trace

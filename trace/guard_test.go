@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -28,7 +29,8 @@ func (f *flakyExporter) ExportSpans(ctx context.Context, _ []sdktrace.ReadOnlySp
 func (f *flakyExporter) Shutdown(context.Context) error { return nil }
 
 func TestBreaker(t *testing.T) {
-	log, logs := newLogger()
+	var logs bytes.Buffer // ExportSpans reports on the calling goroutine
+	log := slog.New(slog.NewTextHandler(&logs, nil))
 	next := &flakyExporter{err: errors.New("connection refused")}
 	g := &guardedSpanExporter{next: next, abort: context.Background(), report: newErrorReporter(log)}
 	batch := make([]sdktrace.ReadOnlySpan, 10)
@@ -68,7 +70,7 @@ func TestBreaker(t *testing.T) {
 	}
 	// Rate limited: many failures, one line.
 	if n := strings.Count(logs.String(), "telemetry export failed"); n != 1 {
-		t.Errorf("%d log lines for 12 failures, want 1:\n%s", n, logs)
+		t.Errorf("%d log lines for 12 failures, want 1:\n%s", n, logs.String())
 	}
 }
 

@@ -7,7 +7,7 @@ import (
 )
 
 // TestMain fails the run if any test leaves a goroutine behind: an export
-// still retrying after Shutdown, a hook whose process was never reaped.
+// still retrying after Shutdown.
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }

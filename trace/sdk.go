@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/toolbridge/toolbridge/config"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
@@ -20,6 +19,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	oteltrace "go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/toolbridge/toolbridge/config"
 )
 
 // newSDK builds the SDK providers for exporter with the parsed settings.

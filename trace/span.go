@@ -310,12 +310,12 @@ func (s *Span) SetSearch(queryLen, limit, hits int, query string) {
 // SetDenied records that a hook denied the call: toolbridge.hook.denied_by
 // names it, and an event carries the reason the model was given. End the
 // span with EndResult(true): the model gets the denial as a tool error.
-func (s *Span) SetDenied(d Decision) {
-	if s == nil || !d.Deny {
+func (s *Span) SetDenied(hook, reason string) {
+	if s == nil {
 		return
 	}
-	s.span.SetAttributes(str(AttrHookDeniedBy, d.Hook))
-	s.span.AddEvent("denied by hook", oteltrace.WithAttributes(str("toolbridge.hook.reason", truncate(d.Reason))))
+	s.span.SetAttributes(str(AttrHookDeniedBy, hook))
+	s.span.AddEvent("denied by hook", oteltrace.WithAttributes(str("toolbridge.hook.reason", truncate(reason))))
 }
 
 // SetResult records a tool's result (as JSON) when record_content is on;

@@ -476,8 +476,7 @@ func TestHeaderParentAndLink(t *testing.T) {
 func TestSetDenied(t *testing.T) {
 	r := newRecorder(t, false)
 	_, s := r.tel.StartServer(context.Background(), Request{Method: MethodToolsCall, Target: "delete_repo"})
-	s.SetDenied(Decision{})                                                            // allow: nothing recorded
-	s.SetDenied(Decision{Deny: true, Hook: "command guard.sh", Reason: "no deleting"}) // deny
+	s.SetDenied("command guard.sh", "no deleting")
 	s.EndResult(true)
 	sp := r.spans.Ended()[0]
 	wantAttrs(t, "denied", attrs(sp), map[string]string{AttrHookDeniedBy: "command guard.sh", AttrErrorType: "tool_error"})

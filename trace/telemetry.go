@@ -9,11 +9,12 @@ import (
 	"os"
 	"sync"
 
-	"github.com/toolbridge/toolbridge/config"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	oteltrace "go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/toolbridge/toolbridge/config"
 )
 
 // instrumentationName is the scope of every span and metric we make.

@@ -1,4 +1,4 @@
-package trace
+package policy
 
 import (
 	"bytes"
@@ -302,7 +302,7 @@ func (b *headBuffer) Write(p []byte) (int, error) {
 }
 
 // String returns what was kept, as valid UTF-8.
-func (b *headBuffer) String() string { return clean(b.buf.String()) }
+func (b *headBuffer) String() string { return strings.ToValidUTF8(b.buf.String(), "\uFFFD") }
 
 // oneLine squeezes a hook's stderr into one log-friendly line.
 func oneLine(s string) string {

@@ -1,4 +1,4 @@
-package trace
+package policy
 
 import (
 	"context"
@@ -20,7 +20,7 @@ type Call struct {
 	Tool string
 	// Class is the tool's class.
 	Class config.Class
-	// Via is ViaToolCall or ViaDirect.
+	// Via is trace.ViaToolCall or trace.ViaDirect.
 	Via string
 	// Arguments are the real tool's arguments (any JSON-encodable value,
 	// usually map[string]any or json.RawMessage).

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package trace
+package policy
 
 import "os/exec"
 

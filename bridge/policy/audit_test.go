@@ -1,4 +1,4 @@
-package trace
+package policy
 
 import (
 	"bufio"
@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolbridge/toolbridge/config/toolid"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/toolbridge/toolbridge/trace"
 )
 
 // readAudit parses every line of an audit file, failing on a bad one.
@@ -49,7 +51,7 @@ func TestAuditConcurrent(t *testing.T) {
 	for w := range workers {
 		wg.Go(func() {
 			for i := range calls {
-				c := Call{Server: fmt.Sprintf("s%d", w), Tool: fmt.Sprintf("t%d", i), Via: ViaToolCall, SessionID: "sess"}
+				c := Call{Server: fmt.Sprintf("s%d", w), Tool: fmt.Sprintf("t%d", i), Via: trace.ViaToolCall, SessionID: "sess"}
 				// Long errors make torn lines likely if writes were split.
 				a.AfterCall(context.Background(), c, Result{Err: errors.New(string(make([]byte, 2000))), Duration: time.Duration(i) * time.Millisecond})
 			}
@@ -96,13 +98,12 @@ func TestAuditRecordFields(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	r := newRecorder(t, false)
-	ctx, srv := r.tel.StartServer(context.Background(), Request{Method: MethodToolsCall, Target: toolid.MetaCall})
-	ctx, tool := r.tel.StartTool(ctx, ToolCall{Server: "github", Tool: "create_issue"})
-	a.AfterCall(ctx, Call{Server: "github", Tool: "create_issue", Via: ViaToolCall, Class: "deferrable", SessionID: "s1"},
+	tp := sdktrace.NewTracerProvider()
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	ctx, tool := tp.Tracer("test").Start(context.Background(), "tools/call create_issue")
+	a.AfterCall(ctx, Call{Server: "github", Tool: "create_issue", Via: trace.ViaToolCall, Class: "deferrable", SessionID: "s1"},
 		Result{IsError: true, Duration: 2500 * time.Microsecond})
 	tool.End()
-	srv.End()
 	a.AfterCall(context.Background(), Call{Server: "fs", Tool: "rm"}, Result{Denied: true, Reason: "no rm"})
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
@@ -121,8 +122,8 @@ func TestAuditRecordFields(t *testing.T) {
 		got.Session != "s1" || got.Outcome != OutcomeToolError || got.DurationMS != 2.5 {
 		t.Errorf("record = %+v", got)
 	}
-	if got.TraceID != tool.TraceID() || len(got.SpanID) != 16 {
-		t.Errorf("trace %q span %q, want the tool span's trace %s", got.TraceID, got.SpanID, tool.TraceID())
+	if got.TraceID != tool.SpanContext().TraceID().String() || len(got.SpanID) != 16 {
+		t.Errorf("trace %q span %q, want the tool span's trace %s", got.TraceID, got.SpanID, tool.SpanContext().TraceID())
 	}
 	if recs[2].Outcome != OutcomeDenied || recs[2].Error != "no rm" || recs[2].TraceID != "" {
 		t.Errorf("denied record = %+v", recs[2])

@@ -1,4 +1,4 @@
-package trace
+package policy
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/toolbridge/toolbridge/config"
+	"github.com/toolbridge/toolbridge/trace"
 )
 
 // shHook is a hook config that runs script with sh -c.
@@ -47,7 +48,7 @@ func newLogger() (*slog.Logger, *logBuffer) {
 }
 
 var testCall = Call{
-	Server: "github", Tool: "create_issue", Class: config.ClassDeferrable, Via: ViaToolCall,
+	Server: "github", Tool: "create_issue", Class: config.ClassDeferrable, Via: trace.ViaToolCall,
 	Arguments: map[string]any{"title": "bug", "labels": []any{"a"}}, SessionID: "sess-7",
 }
 
@@ -437,7 +438,7 @@ func TestNewHooks(t *testing.T) {
 		t.Errorf("exit 7 not logged: %s", logs)
 	}
 	// Another tool passes every hook, including the fourth.
-	other := Call{Server: "fs", Tool: "read_file", Via: ViaDirect}
+	other := Call{Server: "fs", Tool: "read_file", Via: trace.ViaDirect}
 	if d, _ := h.BeforeCall(context.Background(), other); d.Deny {
 		t.Errorf("fs::read_file denied: %+v", d)
 	}
