@@ -19,9 +19,14 @@ func (g *Gateway) classifyWith(cat *Catalog, live *settings, counter classify.Co
 	// Counted as listed (under the exposed name): that is what the client
 	// pays for. The counter caches by text, so unchanged tools cost nothing.
 	tokens := classify.CountAll(counter, listed)
+	named := make([]classify.Tool, len(cat.Tools))
+	for i, t := range cat.Tools {
+		named[i] = classify.Tool{Server: t.Server, Tool: t.Tool}
+	}
+	verdicts := live.classifier.ClassifyAll(named)
 	entries := make([]classify.Entry, len(cat.Tools))
 	for i, t := range cat.Tools {
-		t.Verdict = live.classifier.Classify(t.Server, t.Tool)
+		t.Verdict = verdicts[i]
 		t.Tokens = tokens[i]
 		entries[i] = classify.Entry{Server: t.Server, Tool: t.Tool, Verdict: t.Verdict, Tokens: t.Tokens}
 	}

@@ -128,6 +128,54 @@ func checkRule(r config.ToolRule) error {
 // tool without an origin, classified with server "" (one the gateway or a
 // caller builds itself, not one from an upstream), ever reaches rule 6.
 func (c *Classifier) Classify(server string, tool mcp.Tool) Verdict {
+	v, _ := c.classify(server, tool, true)
+	return v
+}
+
+// Tool is one upstream tool with its server, as ClassifyAll takes it.
+type Tool struct {
+	Server string
+	Tool   mcp.Tool
+}
+
+// ClassifyAll classifies a whole catalog. It is Classify for every tool,
+// with one rule across tools: a name of core_tools that several servers
+// have is core on one of them only, the server whose name sorts first.
+// On the others the core set is skipped and the next rule decides
+// (usually the MCP-origin marker: deferrable), so four file servers that
+// each have read_file list one read_file, not four, and the always-listed
+// set stops growing with the servers that share a name. never_defer
+// names, tool rules and `defer: never` keep every copy core: they are the
+// user's word about those tools.
+func (c *Classifier) ClassifyAll(tools []Tool) []Verdict {
+	out := make([]Verdict, len(tools))
+	byCoreSet := make([]bool, len(tools))
+	keeper := map[string]string{} // lower-cased core name -> server keeping it
+	for i, t := range tools {
+		out[i], byCoreSet[i] = c.classify(t.Server, t.Tool, true)
+		if byCoreSet[i] {
+			name := strings.ToLower(t.Tool.Name)
+			if k, ok := keeper[name]; !ok || t.Server < k {
+				keeper[name] = t.Server
+			}
+		}
+	}
+	for i, t := range tools {
+		if !byCoreSet[i] {
+			continue
+		}
+		if k := keeper[strings.ToLower(t.Tool.Name)]; k != t.Server {
+			v, _ := c.classify(t.Server, t.Tool, false)
+			v.Reason = fmt.Sprintf("core set: %q is core on server %q; %s", t.Tool.Name, k, v.Reason)
+			out[i] = v
+		}
+	}
+	return out
+}
+
+// classify is Classify; withCoreSet false skips the core set (rule 2), and
+// byCoreSet reports a verdict given by a core_tools name (not never_defer).
+func (c *Classifier) classify(server string, tool mcp.Tool, withCoreSet bool) (v Verdict, byCoreSet bool) {
 	if len(c.rules) > 0 {
 		id := toolid.Join(server, tool.Name)
 		for _, r := range c.rules {
@@ -135,43 +183,43 @@ func (c *Classifier) Classify(server string, tool mcp.Tool) Verdict {
 				// The rule decides the class; whether a deferrable tool
 				// waits for the threshold is still its server's word.
 				always := r.class == config.ClassDeferrable && c.servers[server] == config.DeferAlways
-				return Verdict{Class: r.class, Reason: fmt.Sprintf("tool rule %d %q", r.n, r.match), Always: always}
+				return Verdict{Class: r.class, Reason: fmt.Sprintf("tool rule %d %q", r.n, r.match), Always: always}, false
 			}
 		}
 	}
-	if src, ok := c.core[strings.ToLower(tool.Name)]; ok {
-		return Verdict{Class: config.ClassCore, Reason: fmt.Sprintf("core set: %q in %s", tool.Name, src)}
+	if src, ok := c.core[strings.ToLower(tool.Name)]; ok && withCoreSet {
+		return Verdict{Class: config.ClassCore, Reason: fmt.Sprintf("core set: %q in %s", tool.Name, src)}, src == "core_tools"
 	}
 	def := c.servers[server]
 	switch def {
 	case config.DeferNever:
-		return Verdict{Class: config.ClassCore, Reason: fmt.Sprintf("server %q defer: never", server)}
+		return Verdict{Class: config.ClassCore, Reason: fmt.Sprintf("server %q defer: never", server)}, false
 	case config.DeferAlways:
-		return Verdict{Class: config.ClassDeferrable, Reason: fmt.Sprintf("server %q defer: always", server), Always: true}
+		return Verdict{Class: config.ClassDeferrable, Reason: fmt.Sprintf("server %q defer: always", server), Always: true}, false
 	case config.DeferUnmarked:
-		return Verdict{Class: config.ClassUnknown, Reason: fmt.Sprintf("server %q defer: unmarked", server)}
+		return Verdict{Class: config.ClassUnknown, Reason: fmt.Sprintf("server %q defer: unmarked", server)}, false
 	}
 	if tool.Meta != nil {
 		if v, ok := tool.Meta.AdditionalFields[MetaDeferrable].(bool); ok {
 			if v {
-				return Verdict{Class: config.ClassDeferrable, Reason: `_meta "` + MetaDeferrable + `": true`}
+				return Verdict{Class: config.ClassDeferrable, Reason: `_meta "` + MetaDeferrable + `": true`}, false
 			}
-			return Verdict{Class: config.ClassUnknown, Reason: `_meta "` + MetaDeferrable + `": false`}
+			return Verdict{Class: config.ClassUnknown, Reason: `_meta "` + MetaDeferrable + `": false`}, false
 		}
 	}
 	if tool.DeferLoading {
-		return Verdict{Class: config.ClassDeferrable, Reason: "defer_loading: true"}
+		return Verdict{Class: config.ClassDeferrable, Reason: "defer_loading: true"}, false
 	}
 	if server != "" {
 		if def == "" {
 			def = config.DeferAuto
 		}
-		return Verdict{Class: config.ClassDeferrable, Reason: fmt.Sprintf("server %q defer: %s (MCP-origin marker)", server, def)}
+		return Verdict{Class: config.ClassDeferrable, Reason: fmt.Sprintf("server %q defer: %s (MCP-origin marker)", server, def)}, false
 	}
 	for _, p := range c.prefixes {
 		if p != "" && strings.HasPrefix(tool.Name, p) {
-			return Verdict{Class: config.ClassDeferrable, Reason: fmt.Sprintf("name prefix %q", p)}
+			return Verdict{Class: config.ClassDeferrable, Reason: fmt.Sprintf("name prefix %q", p)}, false
 		}
 	}
-	return Verdict{Class: config.ClassUnknown, Reason: "no rule matched"}
+	return Verdict{Class: config.ClassUnknown, Reason: "no rule matched"}, false
 }

@@ -450,3 +450,75 @@ func BenchmarkClassify(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(tools)), "ns/tool")
 }
+
+// TestClassifyAllKeepsOneCopyOfACoreName checks the cross-server rule: a
+// core_tools name on several servers is core on the first server by name
+// only, so the listed set does not grow with the servers sharing it, while
+// never_defer, tool rules and `defer: never` keep every copy core.
+func TestClassifyAllKeepsOneCopyOfACoreName(t *testing.T) {
+	cfg := config.Default()
+	cfg.NeverDefer = []string{"pinned"}
+	cfg.Servers = map[string]config.Server{"local": {Defer: config.DeferNever}, "zz-always": {Defer: config.DeferAlways}}
+	cfg.Tools = []config.ToolRule{{Match: "fs3::list_directory", Class: config.ClassCore}}
+	c, err := New(&cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tools []Tool
+	// Servers out of name order: the keeper is the first by name, not by
+	// position.
+	for _, s := range []string{"fs4", "fs2", "fs3", "fs1", "local", "zz-always"} {
+		for _, n := range []string{"read_file", "list_directory", "pinned", "create_issue"} {
+			tools = append(tools, Tool{Server: s, Tool: mcp.NewTool(n)})
+		}
+	}
+	got := c.ClassifyAll(tools)
+	want := map[string]config.Class{}
+	for _, s := range []string{"fs4", "fs2", "fs3", "fs1", "local", "zz-always"} {
+		want[s+"::read_file"] = config.ClassDeferrable
+		want[s+"::list_directory"] = config.ClassDeferrable
+		want[s+"::pinned"] = config.ClassCore // never_defer: every copy
+		want[s+"::create_issue"] = config.ClassDeferrable
+	}
+	// fs1 sorts first; a tool rule and `defer: never` keep their copies.
+	for _, id := range []string{"fs1::read_file", "fs1::list_directory", "fs3::list_directory",
+		"local::read_file", "local::list_directory", "local::create_issue"} {
+		want[id] = config.ClassCore
+	}
+	core := 0
+	for i, tl := range tools {
+		id := tl.Server + "::" + tl.Tool.Name
+		if got[i].Class != want[id] {
+			t.Errorf("%s: %s (%s), want %s", id, got[i].Class, got[i].Reason, want[id])
+		}
+		if one := c.Classify(tl.Server, tl.Tool); (tl.Tool.Name == "pinned" || tl.Tool.Name == "create_issue") && got[i] != one {
+			t.Errorf("%s: %+v, but Classify says %+v", id, got[i], one)
+		}
+		if got[i].Class == config.ClassCore && tl.Tool.Name == "read_file" {
+			core++
+		}
+	}
+	if core != 2 { // fs1 by the core set, local by defer: never
+		t.Errorf("%d servers list read_file as core, want 2", core)
+	}
+	fs2 := got[slicesIndex(tools, "fs2", "read_file")]
+	if want := `core set: "read_file" is core on server "fs1"; server "fs2" defer: auto (MCP-origin marker)`; fs2.Reason != want {
+		t.Errorf("fs2::read_file reason %q, want %q", fs2.Reason, want)
+	}
+	za := got[slicesIndex(tools, "zz-always", "read_file")]
+	if !za.Always || za.Class != config.ClassDeferrable {
+		t.Errorf("zz-always::read_file: %+v, want deferrable and Always", za)
+	}
+	if len(c.ClassifyAll(nil)) != 0 {
+		t.Error("ClassifyAll(nil) is not empty")
+	}
+}
+
+func slicesIndex(tools []Tool, server, name string) int {
+	for i, t := range tools {
+		if t.Server == server && t.Tool.Name == name {
+			return i
+		}
+	}
+	return -1
+}
