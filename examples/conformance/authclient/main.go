@@ -11,7 +11,7 @@
 //
 //	authclient SERVER_URL
 //
-// The toolbridge binary is $TOOLBRIDGE_BIN, else toolbridge on PATH. The
+// The toolbridge binary is $CONFORMANCE_TOOLBRIDGE_BIN, else toolbridge on PATH. The
 // state directory is $TOOLBRIDGE_STATE_DIR, else a temporary one.
 //
 // Like a user, it logs in again when toolbridge says a login is needed (a
@@ -31,6 +31,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/toolbridge/toolbridge/bridge/upstream/oauth"
@@ -69,7 +70,7 @@ func main() {
 }
 
 func run(ctx context.Context, serverURL string) error {
-	bin := os.Getenv("TOOLBRIDGE_BIN")
+	bin := os.Getenv("CONFORMANCE_TOOLBRIDGE_BIN")
 	if bin == "" {
 		bin = "toolbridge"
 	}
@@ -95,15 +96,15 @@ func run(ctx context.Context, serverURL string) error {
 
 	if clientCredentials {
 		// No login: the first request gets a token with the client's key.
-		return toolbridge(ctx, bin, env, os.Stdout, "call", serverName+"::test-tool")
+		return toolbridge(ctx, bin, env, nil, "call", serverName+"::test-tool")
 	}
 	var last error
 	for range maxLogins {
 		if err := login(ctx, bin, env); err != nil {
 			return err
 		}
-		var out strings.Builder
-		err := toolbridge(ctx, bin, env, io.MultiWriter(os.Stdout, &out), "call", serverName+"::test-tool")
+		var out lockedBuilder
+		err := toolbridge(ctx, bin, env, &out, "call", serverName+"::test-tool")
 		if err == nil {
 			return nil
 		}
@@ -142,11 +143,14 @@ func writeConfig(dir, serverURL string, sc scenarioContext) (path string, client
 	return path, clientCredentials, os.WriteFile(path, b, 0o600)
 }
 
-// toolbridge runs one toolbridge command, its stdout to out and its
-// stderr to ours.
-func toolbridge(ctx context.Context, bin string, env []string, out io.Writer, args ...string) error {
+// toolbridge runs one toolbridge command with its output on ours, a copy
+// of both streams going to also (if not nil).
+func toolbridge(ctx context.Context, bin string, env []string, also io.Writer, args ...string) error {
 	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env, cmd.Stdout, cmd.Stderr = env, out, os.Stderr
+	cmd.Env, cmd.Stdout, cmd.Stderr = env, os.Stdout, os.Stderr
+	if also != nil {
+		cmd.Stdout, cmd.Stderr = io.MultiWriter(os.Stdout, also), io.MultiWriter(os.Stderr, also)
+	}
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("toolbridge %s: %w", strings.Join(args, " "), err)
 	}
@@ -184,4 +188,23 @@ func login(ctx context.Context, bin string, env []string) error {
 		return errors.Join(fmt.Errorf("toolbridge auth login: %w", err), followErr)
 	}
 	return nil
+}
+
+// lockedBuilder collects the output of both of a command's streams, which
+// os/exec copies from two goroutines.
+type lockedBuilder struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuilder) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuilder) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
