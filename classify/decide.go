@@ -2,10 +2,10 @@ package classify
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/toolbridge/toolbridge/config"
 )
 
@@ -29,8 +29,7 @@ type Decision struct {
 	// Tokenizer is the config's tokenizer, the one Entry.Tokens are
 	// expected to be counted with (o200k_base or estimate).
 	Tokenizer string `json:"tokenizer"`
-	// Mode is the effective mode: on, off or auto (an empty or unknown mode
-	// counts as auto).
+	// Mode is the config's mode: on, off or auto.
 	Mode config.Mode `json:"mode"`
 	// Bridge is true when the meta-tools are served and some tools deferred.
 	Bridge bool `json:"bridge"`
@@ -59,9 +58,10 @@ type Decision struct {
 
 // Decide makes the activation decision for a catalog. It is pure and does
 // no tokenizing (Entry carries the counts), so the gateway can call it on
-// every catalog change. A nil cfg means config.Default(); a ContextWindow
-// of 0 or less means the default window; a negative ThresholdPct means 0,
-// a NaN one the default.
+// every catalog change. cfg is taken as config.Load or Config.Validate
+// leave it: defaults applied, mode and tokenizer normalized, the numbers in
+// range. Decide does not fill them in again; a nil cfg means
+// config.Default().
 //
 // Modes:
 //   - off: never bridge.
@@ -86,20 +86,8 @@ func Decide(cfg *config.Config, entries []Entry) Decision {
 		Tokenizer:     cfg.Tokenizer,
 		Mode:          cfg.Mode,
 		ContextWindow: cfg.ContextWindow,
-		MinTokens:     max(cfg.MinTokens, 0),
-		ThresholdPct:  max(cfg.ThresholdPct, 0),
-	}
-	if math.IsNaN(d.ThresholdPct) {
-		d.ThresholdPct = config.Default().ThresholdPct
-	}
-	if d.Mode != config.ModeOn && d.Mode != config.ModeOff {
-		d.Mode = config.ModeAuto
-	}
-	if d.Tokenizer == "" {
-		d.Tokenizer = config.TokenizerO200k
-	}
-	if d.ContextWindow <= 0 {
-		d.ContextWindow = config.Default().ContextWindow
+		MinTokens:     cfg.MinTokens,
+		ThresholdPct:  cfg.ThresholdPct,
 	}
 	for _, e := range entries {
 		d.TotalTokens += e.Tokens

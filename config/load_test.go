@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -112,6 +113,12 @@ func TestLoadDefaultsOnly(t *testing.T) {
 	d := Default()
 	if err := d.Validate(); err != nil {
 		t.Errorf("Default().Validate() = %v", err)
+	}
+	// A config built in code gets the checks a loaded one gets: NaN is
+	// out of range (classify.Decide relies on it).
+	d.ThresholdPct = math.NaN()
+	if err := d.Validate(); err == nil || !strings.Contains(err.Error(), "threshold_pct: must be between 0 and 100, got NaN") {
+		t.Errorf("Validate with a NaN threshold = %v", err)
 	}
 }
 

@@ -131,7 +131,7 @@ func validate(c *Config, prov provenance) []error {
 	root := keyPath{}
 
 	v.oneOf(root.key("mode"), string(c.Mode), string(ModeOn), string(ModeAuto), string(ModeOff))
-	if c.ThresholdPct < 0 || c.ThresholdPct > 100 {
+	if !(c.ThresholdPct >= 0 && c.ThresholdPct <= 100) { // NaN too: classify.Decide trusts this
 		v.fail(root.key("threshold_pct"), "must be between 0 and 100, got %g", c.ThresholdPct)
 	}
 	v.positive(root.key("context_window"), int64(c.ContextWindow))
