@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
@@ -102,27 +101,6 @@ func limitConfig(limit int64) *config.Config {
 	return &cfg
 }
 
-// startHTTPGateway connects a gateway to the HTTP upstream s serves at
-// url and returns it with a client talking to it in process. The
-// upstream must be served before this is called (its cleanup then runs
-// after the gateway's, which closes the gateway's streams to it).
-func startHTTPGateway(t *testing.T, cfg *config.Config, spec upstream.Spec) (*Gateway, *client.Client) {
-	t.Helper()
-	g, err := New(cfg, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = g.Close() })
-	if err := g.Connect(context.Background(), []upstream.Spec{spec}); err != nil {
-		t.Fatalf("Connect: %v", err)
-	}
-	c, err := client.NewInProcessClient(g.MCPServer())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return g, startClient(t, c)
-}
-
 func TestHTTPUpstreamResultOverLimitIsAToolError(t *testing.T) {
 	const limit = 64 << 10
 	streamable := func(t *testing.T, s *server.MCPServer, seen *contentTypes) string {
@@ -153,7 +131,9 @@ func TestHTTPUpstreamResultOverLimitIsAToolError(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			seen := &contentTypes{}
 			url := tc.serve(t, bigServer(1<<20), seen)
-			g, c := startHTTPGateway(t, limitConfig(limit), upstream.Spec{Name: "big", Config: config.Server{URL: url, Transport: tc.transport}})
+			// The upstream is served first: its cleanup then runs after the
+			// gateway's, which closes the gateway's streams to it.
+			g, c := gatewayWith(t, limitConfig(limit), []upstream.Spec{{Name: "big", Config: config.Server{URL: url, Transport: tc.transport}}})
 			before, ok := g.pool.Get("big")
 			if !ok {
 				t.Fatal("big is not connected")
@@ -270,7 +250,7 @@ func TestHTTPUpstreamFloodKeepsMemoryBounded(t *testing.T) {
 	for _, sse := range []bool{false, true} {
 		t.Run("sse="+strconv.FormatBool(sse), func(t *testing.T) {
 			url := floodServer(t, size, sse)
-			_, c := startHTTPGateway(t, limitConfig(limit), upstream.Spec{Name: "flood", Config: config.Server{URL: url}})
+			_, c := gatewayWith(t, limitConfig(limit), []upstream.Spec{{Name: "flood", Config: config.Server{URL: url}}})
 			// Warm up the paths a call takes, so that one-time setup is not
 			// counted.
 			if res, text := callText(t, c, "ping", nil); res.IsError || text != "pong" {

@@ -81,15 +81,10 @@ func (u *Conn) Skipped() []string {
 	return u.skippedTools
 }
 
+// RefreshPrompts lists the server's prompts again.
 func (u *Conn) RefreshPrompts(ctx context.Context) error {
-	var prompts []mcp.Prompt
-	err := paginate(ctx, u, string(mcp.MethodPromptsList), func(page json.RawMessage) (string, error) {
-		var res mcp.ListPromptsResult
-		if err := json.Unmarshal(page, &res); err != nil {
-			return "", fmt.Errorf("decoding prompts/list: %w", err)
-		}
-		prompts = append(prompts, res.Prompts...)
-		return string(res.NextCursor), nil
+	prompts, err := listAll(ctx, u, string(mcp.MethodPromptsList), func(r mcp.ListPromptsResult) ([]mcp.Prompt, mcp.Cursor) {
+		return r.Prompts, r.NextCursor
 	})
 	if err != nil {
 		return fmt.Errorf("listing prompts: %w", err)
@@ -100,27 +95,17 @@ func (u *Conn) RefreshPrompts(ctx context.Context) error {
 	return nil
 }
 
+// RefreshResources lists the server's resources and resource templates
+// again.
 func (u *Conn) RefreshResources(ctx context.Context) error {
-	var resources []mcp.Resource
-	err := paginate(ctx, u, string(mcp.MethodResourcesList), func(page json.RawMessage) (string, error) {
-		var res mcp.ListResourcesResult
-		if err := json.Unmarshal(page, &res); err != nil {
-			return "", fmt.Errorf("decoding resources/list: %w", err)
-		}
-		resources = append(resources, res.Resources...)
-		return string(res.NextCursor), nil
+	resources, err := listAll(ctx, u, string(mcp.MethodResourcesList), func(r mcp.ListResourcesResult) ([]mcp.Resource, mcp.Cursor) {
+		return r.Resources, r.NextCursor
 	})
 	if err != nil {
 		return fmt.Errorf("listing resources: %w", err)
 	}
-	var templates []mcp.ResourceTemplate
-	err = paginate(ctx, u, string(mcp.MethodResourcesTemplatesList), func(page json.RawMessage) (string, error) {
-		var res mcp.ListResourceTemplatesResult
-		if err := json.Unmarshal(page, &res); err != nil {
-			return "", fmt.Errorf("decoding resources/templates/list: %w", err)
-		}
-		templates = append(templates, res.ResourceTemplates...)
-		return string(res.NextCursor), nil
+	templates, err := listAll(ctx, u, string(mcp.MethodResourcesTemplatesList), func(r mcp.ListResourceTemplatesResult) ([]mcp.ResourceTemplate, mcp.Cursor) {
+		return r.ResourceTemplates, r.NextCursor
 	})
 	if err != nil {
 		// Templates are optional in practice: some servers answer
@@ -134,6 +119,22 @@ func (u *Conn) RefreshResources(ctx context.Context) error {
 	u.resources, u.templates = resources, templates
 	u.mu.Unlock()
 	return nil
+}
+
+// listAll follows method's pagination and collects the items of every
+// page, which decodes into P.
+func listAll[P, T any](ctx context.Context, u *Conn, method string, items func(P) ([]T, mcp.Cursor)) ([]T, error) {
+	var all []T
+	err := paginate(ctx, u, method, func(page json.RawMessage) (string, error) {
+		var res P
+		if err := json.Unmarshal(page, &res); err != nil {
+			return "", fmt.Errorf("decoding %s: %w", method, err)
+		}
+		got, next := items(res)
+		all = append(all, got...)
+		return string(next), nil
+	})
+	return all, err
 }
 
 // maxPages bounds pagination: a server that hands out cursors forever must
