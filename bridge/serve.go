@@ -29,7 +29,16 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, e
 	if errLog == nil {
 		errLog = io.Discard
 	}
-	s.SetErrorLogger(log.New(errLog, "toolbridge: ", 0))
+	logger := log.New(errLog, "toolbridge: ", 0)
+	s.SetErrorLogger(logger)
+	if limit := g.settings().cfg.Serve.MaxBodyBytes; limit > 0 {
+		w := &lockedWriter{w: out}
+		out = w
+		in = newBoundedLines(in, limit, func(prefix []byte) {
+			logger.Printf("dropped a message longer than serve.max_body_bytes (%d bytes)", limit)
+			_, _ = w.Write(tooLargeAnswer(leadingID(prefix), limit))
+		})
+	}
 	// Listen cancels the calls in flight as soon as its context ends, so it
 	// gets a context of its own, ended only after the grace period.
 	listenCtx, stopListening := context.WithCancel(context.WithoutCancel(ctx))

@@ -335,7 +335,9 @@ type Serve struct {
 	AuthToken string `koanf:"auth_token" json:"auth_token,omitempty"`
 	// AllowedOrigins are accepted in the Origin header besides loopback ones.
 	AllowedOrigins []string `koanf:"allowed_origins" json:"allowed_origins"`
-	// MaxBodyBytes bounds one HTTP request body (default 4 MiB).
+	// MaxBodyBytes bounds one message from a client (default 4 MiB): an
+	// HTTP request body, or a line on stdin. A longer one gets a JSON-RPC
+	// error and is never held in memory.
 	MaxBodyBytes int64 `koanf:"max_body_bytes" json:"max_body_bytes"`
 	// MaxInFlight bounds concurrent calls per session (default 64).
 	MaxInFlight int `koanf:"max_in_flight" json:"max_in_flight"`

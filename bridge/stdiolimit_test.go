@@ -1,0 +1,92 @@
+package bridge
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
+
+func TestBoundedLines(t *testing.T) {
+	long := `{"jsonrpc":"2.0","id":7,"method":"x","params":"` + strings.Repeat("p", 100) + `"}`
+	tests := []struct {
+		name, in string
+		limit    int64
+		want     string // what passes through
+		dropped  int
+	}{
+		{"short lines pass", "a\nbb\n", 10, "a\nbb\n", 0},
+		{"a line at the limit passes", "12345678\n", 9, "12345678\n", 0},
+		{"one byte over is dropped", "123456789\nok\n", 9, "ok\n", 1},
+		{"long line between short ones", "a\n" + long + "\nb\n", 50, "a\nb\n", 1},
+		{"long line at EOF without newline", "a\n" + long, 50, "a\n", 1},
+		{"last line without newline passes", "a\nb", 5, "a\nb", 0},
+		{"several long lines", long + "\n" + long + "\nc\n", 50, "c\n", 2},
+	}
+	for _, tt := range tests {
+		for _, name := range []string{"whole", "one byte at a time"} {
+			var r io.Reader = strings.NewReader(tt.in)
+			if name != "whole" {
+				r = iotest.OneByteReader(r)
+			}
+			dropped := 0
+			got, err := io.ReadAll(newBoundedLines(r, tt.limit, func([]byte) { dropped++ }))
+			if err != nil || string(got) != tt.want || dropped != tt.dropped {
+				t.Errorf("%s (%s): got %q, %d dropped, err %v; want %q, %d dropped", tt.name, name, got, dropped, err, tt.want, tt.dropped)
+			}
+		}
+	}
+}
+
+func TestBoundedLinesKeepsTheID(t *testing.T) {
+	in := `{"jsonrpc":"2.0","id":"req-9","method":"tools/call","params":{"pad":"` + strings.Repeat("x", 1<<20) + "\"}}\n"
+	var prefix []byte
+	_, _ = io.ReadAll(newBoundedLines(strings.NewReader(in), 1000, func(p []byte) { prefix = p }))
+	if len(prefix) > 2*idPrefixBytes {
+		t.Errorf("kept %d bytes of the dropped line", len(prefix))
+	}
+	if id := leadingID(prefix); id != "req-9" {
+		t.Errorf("id %v, want req-9", id)
+	}
+	var msg map[string]any
+	if err := json.Unmarshal(tooLargeAnswer(leadingID(prefix), 1000), &msg); err != nil || msg["id"] != "req-9" {
+		t.Errorf("answer %v (%v), want a JSON-RPC error with id req-9", msg, err)
+	}
+}
+
+func TestLeadingID(t *testing.T) {
+	tests := []struct {
+		prefix string
+		want   any
+	}{
+		{`{"jsonrpc":"2.0","id":12345678901234567890,"method":"x","params":{"a":"xxxx`, "12345678901234567890"},
+		{`{"id":"a","params":`, "a"},
+		{`{"params":{"a":"xxxx`, nil},
+		{`{"id":{"x":1}}`, nil},
+		{`{"id":null}`, nil},
+		{`[1,2`, nil},
+		{``, nil},
+		{`garbage`, nil},
+	}
+	for _, tt := range tests {
+		got := leadingID([]byte(tt.prefix))
+		if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+			t.Errorf("leadingID(%q) = %v, want %v", tt.prefix, got, tt.want)
+		}
+	}
+}
+
+func FuzzLeadingID(f *testing.F) {
+	for _, s := range []string{`{"id":1,"method":"x"`, `{"id":"a"}`, `{"params":{`, `[`, `{"id":{"a":[`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, prefix []byte) {
+		switch leadingID(prefix).(type) {
+		case nil, string, json.Number:
+		default:
+			t.Fatalf("leadingID(%q) gave a %T", prefix, leadingID(prefix))
+		}
+	})
+}
