@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,9 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolbridge/toolbridge/bridge/upstream/oauth"
 	"github.com/toolbridge/toolbridge/bridge/upstream/oauth/oauthtest"
@@ -23,11 +19,7 @@ import (
 // state in a temp dir and the file token store.
 func protectedServer(t *testing.T) (*oauthtest.Server, []string) {
 	t.Helper()
-	s := server.NewMCPServer("protected", "1.0.0")
-	s.AddTool(mcp.NewTool("echo", mcp.WithString("text")), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return mcp.NewToolResultText("echo: " + req.GetString("text", "")), nil
-	})
-	as := oauthtest.New(server.NewStreamableHTTPServer(s))
+	as := oauthtest.NewEcho()
 	t.Cleanup(as.Close)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "toolbridge.yaml")

@@ -118,8 +118,13 @@ func (c *Client) login(ctx context.Context, open Opener) error {
 	return c.save(ctx, d, auth, scopes, tok, GrantAuthorizationCode)
 }
 
-// save stores a new token with what refreshing and revoking it needs.
+// save stores a new token with what refreshing and revoking it needs. A
+// stored record that cannot be read (a corrupt file) is reported, not
+// overwritten: `toolbridge auth logout NAME` deletes it.
 func (c *Client) save(ctx context.Context, d *Discovery, auth clientAuth, scopes []string, tok *transport.Token, grant string) error {
+	if _, err := c.cfg.Store.Load(ctx, c.cfg.Server); err != nil && !errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("%w (run toolbridge auth logout %s to delete it)", err, c.cfg.Server)
+	}
 	r := &Record{
 		Server: c.cfg.Server, URL: c.cfg.URL, Resource: d.Resource, Grant: grant,
 		Issuer: d.Issuer, TokenEndpoint: d.Server.TokenEndpoint, RevocationEndpoint: d.Server.RevocationEndpoint,

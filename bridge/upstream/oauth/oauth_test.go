@@ -12,7 +12,6 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolbridge/toolbridge/bridge/upstream/oauth/oauthtest"
 )
@@ -21,11 +20,7 @@ import (
 // server with one tool, echo.
 func protected(t *testing.T) *oauthtest.Server {
 	t.Helper()
-	s := server.NewMCPServer("protected", "1.0.0")
-	s.AddTool(mcp.NewTool("echo", mcp.WithString("text")), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return mcp.NewToolResultText("echo: " + req.GetString("text", "")), nil
-	})
-	as := oauthtest.New(server.NewStreamableHTTPServer(s))
+	as := oauthtest.NewEcho()
 	t.Cleanup(as.Close)
 	return as
 }

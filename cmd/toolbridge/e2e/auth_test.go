@@ -17,7 +17,6 @@ import (
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolbridge/toolbridge/bridge/upstream/oauth"
 	"github.com/toolbridge/toolbridge/bridge/upstream/oauth/oauthtest"
@@ -134,11 +133,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 // sharing one token store refresh without spending a refresh token twice.
 // No token, code or secret reaches any output.
 func TestServeWithLogin(t *testing.T) {
-	s := server.NewMCPServer("protected", "1.0.0")
-	s.AddTool(mcp.NewTool("echo", mcp.WithString("text")), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return mcp.NewToolResultText("echo: " + req.GetString("text", "")), nil
-	})
-	as := oauthtest.New(server.NewStreamableHTTPServer(s))
+	as := oauthtest.NewEcho()
 	t.Cleanup(as.Close)
 	state := t.TempDir()
 	cfg := writeConfig(t, "toolbridge.yaml", fmt.Sprintf(

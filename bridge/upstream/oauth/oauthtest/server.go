@@ -13,6 +13,7 @@
 package oauthtest
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -28,6 +29,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
 )
 
 // Server is the authorization server and the protected resource, on one
@@ -400,4 +404,14 @@ func (s *Server) ExpireAccessTokens() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	clear(s.access)
+}
+
+// NewEcho starts a server in front of an MCP server (streamable HTTP)
+// with one tool, echo, which answers "echo: TEXT".
+func NewEcho() *Server {
+	s := mcpserver.NewMCPServer("protected", "1.0.0")
+	s.AddTool(mcp.NewTool("echo", mcp.WithString("text")), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("echo: " + req.GetString("text", "")), nil
+	})
+	return New(mcpserver.NewStreamableHTTPServer(s))
 }
