@@ -49,6 +49,9 @@ type Discovery struct {
 	// Legacy says no protected resource metadata was found and the
 	// authorization server is the MCP server's origin (2025-03-26 spec).
 	Legacy bool
+	// defaults says no metadata was found at all: Server holds the
+	// 2025-03-26 default endpoints.
+	defaults bool
 }
 
 // discover finds the authorization server for the MCP server at serverURL,
@@ -150,6 +153,7 @@ func discover(ctx context.Context, hc *http.Client, serverURL string, ch Challen
 	d.Server.AuthorizationEndpoint = issuer + "/authorize"
 	d.Server.TokenEndpoint = issuer + "/token"
 	d.Server.RegistrationEndpoint = issuer + "/register"
+	d.defaults = true
 	return d, nil
 }
 

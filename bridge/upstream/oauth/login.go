@@ -42,17 +42,22 @@ func (c *Client) Login(ctx context.Context, open Opener) error {
 
 func (c *Client) login(ctx context.Context, open Opener) error {
 	ch := c.Challenge()
+	asked := ch != Challenge{}
 	if ch.ResourceMetadata == "" && ch.Scope == "" {
 		probed, err := c.probe(ctx)
 		if err != nil {
 			return err
 		}
+		asked = asked || probed != Challenge{}
 		c.noteChallenge(probed)
 		ch = c.Challenge()
 	}
 	d, err := discover(ctx, c.hc, c.cfg.URL, ch)
 	if err != nil {
 		return err
+	}
+	if d.defaults && !asked {
+		return fmt.Errorf("logging in to %s: it answers without asking for a login (no 401) and publishes no OAuth metadata, so it needs none", c.cfg.Server)
 	}
 	if m := d.Server.CodeChallengeMethodsSupported; len(m) > 0 && !slices.Contains(m, "S256") {
 		return fmt.Errorf("logging in to %s: the authorization server does not support PKCE S256 (it lists %s)", c.cfg.Server, strings.Join(m, ", "))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolbridge/toolbridge/bridge/upstream/oauth/oauthtest"
 )
@@ -387,5 +389,23 @@ func TestStepUpAcrossProcesses(t *testing.T) {
 	login(t, other)
 	if got, err := call(t.Context(), c, as.URL()+"/mcp"); err != nil || got != "echo: hi" {
 		t.Fatalf("call after the second login = %q, %v", got, err)
+	}
+}
+
+func TestLoginToServerWithoutAuth(t *testing.T) {
+	s := server.NewMCPServer("open", "1.0.0")
+	hs := httptest.NewServer(server.NewStreamableHTTPServer(s))
+	t.Cleanup(hs.Close)
+	store, _ := NewFileStore(t.TempDir())
+	c, err := New(Config{Server: "open", URL: hs.URL + "/mcp", Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Login(t.Context(), func(context.Context, string) error {
+		t.Error("the browser was opened for a server that needs no login")
+		return nil
+	})
+	if err == nil || !strings.Contains(err.Error(), "needs none") {
+		t.Errorf("Login = %v, want a clear error that no login is needed", err)
 	}
 }
