@@ -65,6 +65,11 @@ func TestAuthLoginStatusLogout(t *testing.T) {
 		t.Fatalf("status before login: %d\n%s\n%s", code, out, errOut)
 	}
 
+	code, out, errOut = runCmd(t, environ, "call", "remote::echo", `{"text":"hi"}`)
+	if code != 1 || !strings.Contains(out+errOut, "toolbridge auth login remote") {
+		t.Errorf("call before login: exit %d, want 1 and a hint to log in\n%s\n%s", code, out, errOut)
+	}
+
 	code, out, errOut = loginHeadless(t, environ, "remote")
 	if code != 0 || !strings.Contains(out, "Logged in to remote") || !strings.Contains(errOut, "open this URL") {
 		t.Fatalf("auth login: %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
@@ -76,6 +81,10 @@ func TestAuthLoginStatusLogout(t *testing.T) {
 	code, out, _ = runCmd(t, environ, "auth", "status")
 	if code != 0 || !strings.Contains(out, "authorized") {
 		t.Errorf("status after login: %d\n%s", code, out)
+	}
+	code, out, errOut = runCmd(t, environ, "call", "remote::echo", `{"text":"hi"}`)
+	if code != 0 || !strings.Contains(out, "echo: hi") {
+		t.Errorf("call after login: exit %d\n%s\n%s", code, out, errOut)
 	}
 
 	code, out, errOut = runCmd(t, environ, "auth", "logout", "remote")
