@@ -1,6 +1,9 @@
 package search
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 func TestShapeOf(t *testing.T) {
 	tests := []struct{ tok, want string }{
@@ -56,5 +59,41 @@ func TestIntentsReachToolWords(t *testing.T) {
 	off.Upsert("memory", []Document{{Name: "delete_entities", Description: "Delete entities from the knowledge graph"}})
 	if res := off.Search("forget a person", 1); len(res.Hits) != 0 {
 		t.Errorf("vocabulary off: %q found %v", "forget a person", res.Hits)
+	}
+}
+
+// TestParseQueryIntentGroups checks how request words reach tool words: a
+// stop word with an intent gets a group of its own, a query term gets its
+// meanings in its own group, and words are matched whole ("works" is not
+// "working").
+func TestParseQueryIntentGroups(t *testing.T) {
+	ix := New(Options{})
+	alts := func(q string) map[string][]string {
+		out := map[string][]string{}
+		for _, g := range ix.parseQuery(q) {
+			for _, a := range g.alts[1:] {
+				out[g.alts[0].term] = append(out[g.alts[0].term], a.term)
+			}
+		}
+		return out
+	}
+	got := alts("what do you know about Alice")
+	if !slices.Contains(got["know"], "entiti") || !slices.Contains(got["know"], "memori") {
+		t.Errorf("know: %v", got)
+	}
+	got = alts("remember that Alice works at Acme")
+	if len(got["work"]) != 0 || !slices.Contains(got["rememb"], "observ") {
+		t.Errorf("remember ... works: %v", got)
+	}
+	got = alts("how many working days")
+	if !slices.Contains(got["work"], "busi") {
+		t.Errorf("working days: %v", got)
+	}
+	got = alts("open example.com")
+	if !slices.Contains(got[shapeURL], "url") {
+		t.Errorf("example.com: %v", got)
+	}
+	if got := New(Options{IntentWeight: -1}).parseQuery("forget a person"); len(got) != 2 || len(got[0].alts) != 1 {
+		t.Errorf("vocabulary off: %+v", got)
 	}
 }

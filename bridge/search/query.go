@@ -10,6 +10,12 @@ import (
 // document costs a bounded amount of work.
 const maxQueryTerms = 256
 
+// maxSplitTerms is the most terms a request can have and still be split
+// into clauses. A task of a few steps is a sentence or two; longer text
+// is a pasted document or conversation, whose sentences are rarely one
+// step each, and scoring its clauses doubled the p99 latency.
+const maxSplitTerms = 40
+
 // alt is one way to match a query term: the term itself or a synonym.
 type alt struct {
 	term string
@@ -30,22 +36,29 @@ type queryGroup struct {
 // requests (splitClauses), marks each group with the clauses it occurs
 // in. It returns the number of clauses with a term: 0, or 2 to maxClauses.
 func (ix *Index) parseRequest(q string) ([]queryGroup, int) {
-	groups := ix.parseQuery(q)
+	// One term cache for the request and its clauses: each word is
+	// stemmed once.
+	local := termCache{}
+	groups := ix.parseTerms(q, local)
+	if ix.opts.ClauseWeight <= 0 || len(groups) > maxSplitTerms {
+		return groups, 0
+	}
 	parts := splitClauses(q)
 	if len(parts) < 2 {
 		return groups, 0
+	}
+	pos := make(map[string]int, len(groups))
+	for i, g := range groups {
+		pos[g.alts[0].term] = i
 	}
 	n := 0
 	for _, p := range parts {
 		bit := uint8(1) << n
 		marked := false
-		for _, cg := range ix.parseQuery(p) {
-			for i := range groups {
-				if groups[i].alts[0].term == cg.alts[0].term {
-					groups[i].clauses |= bit
-					marked = true
-					break
-				}
+		for _, cg := range ix.parseTerms(p, local) {
+			if i, ok := pos[cg.alts[0].term]; ok {
+				groups[i].clauses |= bit
+				marked = true
 			}
 		}
 		if marked {
@@ -62,8 +75,12 @@ func (ix *Index) parseRequest(q string) ([]queryGroup, int) {
 }
 
 // parseQuery analyses q into query groups, in first-occurrence order.
-func (ix *Index) parseQuery(q string) []queryGroup {
-	terms := ix.an.text(nil, q, nil, false)
+func (ix *Index) parseQuery(q string) []queryGroup { return ix.parseTerms(q, nil) }
+
+// parseTerms is parseQuery with a term cache: local caches the terms of
+// words across the calls for one request (nil is allowed).
+func (ix *Index) parseTerms(q string, local termCache) []queryGroup {
+	terms := ix.an.text(nil, q, local, false)
 	for _, w := range strings.Fields(q) {
 		terms = wholeForms(terms, w)
 	}
@@ -85,15 +102,15 @@ func (ix *Index) parseQuery(q string) []queryGroup {
 		}
 		groups = append(groups, g)
 	}
-	return ix.addIntents(groups, q, seen)
+	return ix.addIntents(groups, q, seen, local)
 }
 
 // addIntents gives every request word of q that the intent vocabulary
 // knows its tool words as alternatives, at Options.IntentWeight: in the
 // word's own group when it is a query term, else in a group of its own
 // (stop words such as "know" carry an intent too). seen holds the query's
-// terms and is extended.
-func (ix *Index) addIntents(groups []queryGroup, q string, seen map[string]bool) []queryGroup {
+// terms and is extended; local is parseTerms'.
+func (ix *Index) addIntents(groups []queryGroup, q string, seen map[string]bool, local termCache) []queryGroup {
 	iw := ix.opts.IntentWeight
 	if iw <= 0 {
 		return groups
@@ -118,7 +135,7 @@ func (ix *Index) addIntents(groups []queryGroup, q string, seen map[string]bool)
 		if len(means) == 0 {
 			return
 		}
-		k := ix.an.term(word, nil, false)
+		k := ix.an.term(word, local, false)
 		if k == "" {
 			k = strings.ToLower(word) // a stop word, never indexed
 		}
