@@ -7,6 +7,13 @@
 // and abbreviation synonyms, a Snowball English stemmer, character bigrams
 // for CJK text, an exact-name bonus and typo-tolerant name matching.
 //
+// Requests are read the way people write them: an intent vocabulary maps
+// request words to the words tools use ("remember" to entities and
+// observations, intents.go), a request of several steps is scored clause
+// by clause with the best tool of each clause kept (clauses.go), and a
+// request that matches nothing as written gets partial matches instead of
+// nothing (partial.go).
+//
 // The index is split into one segment per server, so adding or removing a
 // server re-analyses only that server's tools. It is safe for concurrent use:
 // Search and Resolve take a read lock; Upsert and Remove analyse outside the
