@@ -154,6 +154,12 @@ func (g *Gateway) countCalls(next server.ToolHandlerFunc) server.ToolHandlerFunc
 		}
 		g.calls.Begin()
 		defer g.calls.End()
-		return next(ctx, req)
+		ctx, wasCut, release := g.cutoff.watch(ctx)
+		defer release()
+		res, err := next(ctx, req)
+		if grace, cut := wasCut(); cut {
+			return toolError("gateway shutting down: call cancelled after %s (serve.shutdown_grace). Call %s again once the gateway is back.", grace, req.Params.Name), nil
+		}
+		return res, err
 	}
 }

@@ -379,8 +379,46 @@ func TestStdioShutdownCancelsCallsAfterTheGracePeriod(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("ServeStdio did not return after its grace period with a call that never ends")
 	}
-	if o := <-got; o.err == nil {
-		t.Errorf("the call cut off by the end of the grace period got an answer: %+v", o)
+	wantCut(t, got, "50ms")
+}
+
+// wantCut checks that a call still running when the grace period ended
+// was answered, with an isError result saying so.
+func wantCut(t *testing.T, got <-chan waitOutcome, grace string) {
+	t.Helper()
+	want := "gateway shutting down: call cancelled after " + grace
+	select {
+	case o := <-got:
+		if o.err == nil || !strings.Contains(o.err.Error(), want) {
+			t.Errorf("the call cut off by the end of the grace period: text %q, error %v; want an isError result containing %q", o.text, o.err, want)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the call cut off by the end of the grace period got no answer")
+	}
+}
+
+func TestHTTPShutdownAnswersCallsCutByTheGracePeriod(t *testing.T) {
+	for range 3 {
+		g, release, entered := gatedGateway(t, 50*time.Millisecond)
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, stop := context.WithCancel(context.Background())
+		served := make(chan error, 1)
+		go func() { served <- g.ServeHTTP(ctx, ln) }()
+		tr, err := transport.NewStreamableHTTP("http://" + ln.Addr().String() + "/mcp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := startClient(t, client.NewClient(tr))
+		got := callWait(t, c, entered)
+		stop()
+		wantCut(t, got, "50ms")
+		if err := <-served; err != nil {
+			t.Errorf("ServeHTTP: %v", err)
+		}
+		close(release)
 	}
 }
 

@@ -49,7 +49,7 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, e
 	select {
 	case err = <-done: // the client closed stdin
 	case <-ctx.Done():
-		defer g.draining.Store(false)
+		defer g.endDrain()
 		g.drain(g.settings().cfg.Serve.ShutdownGrace, &g.calls)
 		stopListening()
 		err = <-done // Listen waits for its workers to write their answers
@@ -66,15 +66,28 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, e
 // Close). The caller resets g.draining once its transport has stopped: the
 // gateway may be served again (tests and benchmarks serve one gateway many
 // times).
+//
+// The tool calls still running then are cut (see cutoff): each answers at
+// once with an isError result, and drain gives those answers flushGrace to
+// be handed to the transport.
 func (g *Gateway) drain(grace time.Duration, running *upstream.Activity) bool {
 	g.draining.Store(true)
 	ctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
-	if running.Wait(ctx) != nil {
-		g.logger.Warn("shutdown grace period over; cancelling what is still running", "grace", grace, "running", running.Running())
-		return false
+	if running.Wait(ctx) == nil {
+		return true
 	}
-	return true
+	g.logger.Warn("shutdown grace period over; cancelling what is still running", "grace", grace, "running", running.Running())
+	g.cutoff.cut(grace)
+	answered, cancelAnswered := context.WithTimeout(context.Background(), flushGrace)
+	defer cancelAnswered()
+	return running.Wait(answered) == nil
+}
+
+// endDrain lets the gateway serve again after a drain.
+func (g *Gateway) endDrain() {
+	g.cutoff.reset()
+	g.draining.Store(false)
 }
 
 // HTTPHandler returns the streamable HTTP transport at /mcp plus the health
@@ -152,9 +165,10 @@ func (g *Gateway) ServeHTTP(ctx context.Context, ln net.Listener) error {
 	// which is after its handler returned (and the drain saw it end), so
 	// closing connections as soon as the drain ends would cut off answers
 	// not yet written. A session's GET stream never goes idle by itself: it
-	// is ended once the requests in flight are answered. If some are still
-	// running after the grace period, Close cuts them off at once;
-	// otherwise flushGrace bounds the writing.
+	// is ended once the requests in flight are answered. Tool calls still
+	// running after the grace period are cut short and answer with an
+	// isError result; flushGrace bounds the writing of those answers, and
+	// Close cuts off whatever is left after it.
 	grace := g.settings().cfg.Serve.ShutdownGrace
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), grace+flushGrace)
 	defer cancel()
@@ -163,8 +177,9 @@ func (g *Gateway) ServeHTTP(ctx context.Context, ln net.Listener) error {
 		_ = srv.Shutdown(shutdownCtx)
 		close(shut)
 	}()
-	defer g.draining.Store(false)
+	defer g.endDrain()
 	if !g.drain(grace, &g.requests) {
+		// Even the calls cut short did not answer in time.
 		cancel()
 	}
 	closeSessions(shutdownCtx)
