@@ -124,6 +124,13 @@ type Client struct {
 	// across requests: a server that never accepts the scopes it asks for
 	// gets MaxStepUps of them, not MaxStepUps per request.
 	stepUps atomic.Int64
+	// cacheMu guards the last record read or written (or ErrNotFound),
+	// and when: see cachedLoad.
+	cacheMu  sync.Mutex
+	cacheRec *Record
+	cacheErr error
+	cacheAt  time.Time
+
 	// lastNeedsLogin is the message of the last request that failed for
 	// want of a login, nil once one succeeds: what /readyz shows.
 	lastNeedsLogin atomic.Pointer[string]
@@ -183,17 +190,68 @@ func (c *Client) needsLogin(format string, args ...any) error {
 	return &NeedsLoginError{Server: c.cfg.Server, Reason: fmt.Sprintf(format, args...)}
 }
 
-// load returns the stored record if it belongs to this server's URL.
+// load returns the stored record if it belongs to this server's URL. It
+// reads the store and refreshes the cache.
 func (c *Client) load(ctx context.Context) (*Record, error) {
 	r, err := c.cfg.Store.Load(ctx, c.cfg.Server)
-	if err != nil {
-		return nil, err
-	}
-	if r.URL != c.cfg.URL {
+	if err == nil && r.URL != c.cfg.URL {
 		// A token for another URL must not be sent here.
-		return nil, ErrNotFound
+		r, err = nil, ErrNotFound
 	}
-	return r, nil
+	if err == nil || errors.Is(err, ErrNotFound) {
+		c.remember(r, err)
+	}
+	return r, err
+}
+
+// cacheFor is how long the hot path reuses what the store said. Every
+// request reads the record, and a keyring read is a call to another
+// process; a login or refresh in this process updates the cache at once,
+// one in another process is seen within cacheFor (or at the 401 its old
+// token gets, which reads the store afresh).
+const cacheFor = 2 * time.Second
+
+// cachedLoad is load for every request: it reuses a result younger than
+// cacheFor.
+func (c *Client) cachedLoad(ctx context.Context) (*Record, error) {
+	c.cacheMu.Lock()
+	if !c.cacheAt.IsZero() && time.Since(c.cacheAt) < cacheFor {
+		r, err := c.cacheRec, c.cacheErr
+		c.cacheMu.Unlock()
+		return r, err
+	}
+	c.cacheMu.Unlock()
+	return c.load(ctx)
+}
+
+func (c *Client) remember(r *Record, err error) {
+	c.cacheMu.Lock()
+	defer c.cacheMu.Unlock()
+	c.cacheRec, c.cacheErr, c.cacheAt = r, err, time.Now()
+}
+
+// put saves r and makes it what the cache holds.
+func (c *Client) put(ctx context.Context, r *Record) error {
+	if err := c.cfg.Store.Save(ctx, c.cfg.Server, r); err != nil {
+		c.forget()
+		return err
+	}
+	c.remember(r, nil)
+	return nil
+}
+
+// del deletes the record and forgets it.
+func (c *Client) del(ctx context.Context) error {
+	err := c.cfg.Store.Delete(ctx, c.cfg.Server)
+	c.forget()
+	return err
+}
+
+// forget empties the cache: the next request reads the store.
+func (c *Client) forget() {
+	c.cacheMu.Lock()
+	defer c.cacheMu.Unlock()
+	c.cacheAt = time.Time{}
 }
 
 // usable reports whether r's access token may be sent now.
@@ -201,14 +259,20 @@ func usable(r *Record, now time.Time) bool {
 	if r == nil || r.NeedsLogin != "" || r.Token.AccessToken == "" {
 		return false
 	}
-	return r.Token.ExpiresAt.IsZero() || now.Add(refreshSkew).Before(r.Token.ExpiresAt)
+	skew := refreshSkew
+	if life := time.Duration(r.Token.ExpiresIn) * time.Second; life > 0 && life/2 < skew {
+		// A short-lived token is refreshed in its second half, not on
+		// every request.
+		skew = life / 2
+	}
+	return r.Token.ExpiresAt.IsZero() || now.Add(skew).Before(r.Token.ExpiresAt)
 }
 
 // AccessToken returns a token to send, refreshing it first when it is
 // about to expire. ok=false with no error means there is no stored
 // authorization (the server may not need one).
 func (c *Client) AccessToken(ctx context.Context) (token string, ok bool, err error) {
-	r, err := c.load(ctx)
+	r, err := c.cachedLoad(ctx)
 	if errors.Is(err, ErrNotFound) {
 		return "", false, nil
 	}
@@ -287,7 +351,7 @@ func (c *Client) renew(ctx context.Context, stale string) (*Record, error) {
 	}
 	r.NeedsLogin = "refreshing the token failed: " + te.Error()
 	r.Updated = time.Now()
-	if serr := c.cfg.Store.Save(ctx, c.cfg.Server, r); serr != nil {
+	if serr := c.put(ctx, r); serr != nil {
 		return nil, serr
 	}
 	return nil, c.needsLogin("%s", r.NeedsLogin)
@@ -349,7 +413,7 @@ func (c *Client) Logout(ctx context.Context) error {
 			revokeErr = errors.Join(revokeErr, revoke(ctx, c.hc, r.RevocationEndpoint, r.Token.AccessToken, "access_token", auth))
 		}
 	}
-	if derr := c.cfg.Store.Delete(ctx, c.cfg.Server); derr != nil {
+	if derr := c.del(ctx); derr != nil {
 		return derr
 	}
 	return revokeErr
@@ -419,6 +483,6 @@ func (c *Client) rememberStepUp(ctx context.Context) {
 		}
 	}
 	if changed {
-		_ = c.cfg.Store.Save(ctx, c.cfg.Server, r)
+		_ = c.put(ctx, r)
 	}
 }

@@ -136,7 +136,7 @@ func (c *Client) save(ctx context.Context, d *Discovery, auth clientAuth, scopes
 		ClientID: auth.id, ClientSecret: auth.secret, AuthMethod: auth.method,
 		Scopes: scopes, Token: *tok, Updated: time.Now(),
 	}
-	return c.cfg.Store.Save(ctx, c.cfg.Server, r)
+	return c.put(ctx, r)
 }
 
 // scopes chooses what to ask for, as the MCP spec's scope selection
@@ -413,7 +413,7 @@ func (c *Client) refresh(ctx context.Context, r *Record) (*Record, error) {
 	nr.Token = *tok
 	nr.NeedsLogin = ""
 	nr.Updated = time.Now()
-	if err := c.cfg.Store.Save(ctx, c.cfg.Server, &nr); err != nil {
+	if err := c.put(ctx, &nr); err != nil {
 		return nil, err
 	}
 	return &nr, nil

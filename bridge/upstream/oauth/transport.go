@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // Transport returns an http.RoundTripper that authorizes the requests it
@@ -83,7 +84,10 @@ func (t *authTransport) roundTrip(req *http.Request) (*http.Response, error) {
 				return resp, nil
 			}
 			drain(resp)
-			if ok && !renewed {
+			if !renewed {
+				// Once per request: a token another process saved (this
+				// one may not have seen it yet), a refresh, or client
+				// credentials.
 				renewed = true
 				if _, rerr := c.renew(ctx, token); rerr == nil {
 					continue
@@ -105,6 +109,18 @@ func (t *authTransport) roundTrip(req *http.Request) (*http.Response, error) {
 			}
 			c.noteChallenge(ch)
 			drain(resp)
+			if !renewed {
+				// A login elsewhere may have stored a token with more
+				// scope than the one this process still holds.
+				renewed = true
+				if r, err := c.load(ctx); err == nil && usable(r, time.Now()) && r.Token.AccessToken != token {
+					continue
+				}
+			}
+			if c.cfg.Authorize == nil && c.cfg.Grant != GrantClientCredentials {
+				c.rememberStepUp(ctx)
+				return nil, c.needsLogin("the server asks for scope %q", oneLine(ch.Scope, 200))
+			}
 			if logins > MaxStepUps || c.stepUps.Add(1) > MaxStepUps {
 				return nil, c.needsLogin("the server still asks for scope %q after %d step-ups", oneLine(ch.Scope, 200), MaxStepUps)
 			}

@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -179,11 +177,11 @@ func TestServeWithLogin(t *testing.T) {
 		t.Fatalf("call after logging in again = %q (isError %v)", text, isErr)
 	}
 
-	// A second gateway on the same state directory; the token expires and
-	// both refresh at once.
+	// A second gateway on the same state directory; the server ends the
+	// access token early and both gateways get its 401 at once.
 	g2 := startHTTP(t, "--config", cfg)
 	c2 := mcpSession(t, g2)
-	expire(t, filepath.Join(state, "oauth", "remote.json"))
+	as.ExpireAccessTokens()
 	refreshesBefore := as.Refreshes.Load()
 	var wg sync.WaitGroup
 	for _, cl := range []*client.Client{c, c2, c, c2} {
@@ -211,23 +209,5 @@ func TestServeWithLogin(t *testing.T) {
 		if strings.Contains(all, secret) {
 			t.Errorf("a token, code or secret (%d chars) appears in the gateway's outputs", len(secret))
 		}
-	}
-}
-
-// expire rewrites the stored token's expiry into the past, as time would.
-func expire(t *testing.T, path string) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rec map[string]any
-	if err := json.Unmarshal(b, &rec); err != nil {
-		t.Fatal(err)
-	}
-	rec["token"].(map[string]any)["expires_at"] = time.Now().Add(-time.Minute).Format(time.RFC3339Nano)
-	b, _ = json.Marshal(rec)
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
 	}
 }
