@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -410,5 +411,45 @@ func TestLoginToServerWithoutAuth(t *testing.T) {
 	})
 	if err == nil || !strings.Contains(err.Error(), "needs none") {
 		t.Errorf("Login = %v, want a clear error that no login is needed", err)
+	}
+}
+
+// TestLoginChecksState: a redirect with another state is refused and the
+// login waits for the real one; a redirect with an error ends it.
+func TestLoginChecksState(t *testing.T) {
+	as := protected(t)
+	c := newClient(t, as, nil, nil)
+	forged := func(ctx context.Context, authURL string) error {
+		u, _ := url.Parse(authURL)
+		redirect := u.Query().Get("redirect_uri")
+		resp, err := http.Get(redirect + "?code=forged&state=not-the-state")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("a forged redirect got status %d, want 400", resp.StatusCode)
+		}
+		return FollowOpener(nil)(ctx, authURL)
+	}
+	if err := c.Login(t.Context(), forged); err != nil {
+		t.Fatalf("Login after a forged redirect: %v", err)
+	}
+	if st, _ := c.Status(t.Context()); st.State != "authorized" {
+		t.Errorf("status = %q", st.State)
+	}
+
+	denied := func(ctx context.Context, authURL string) error {
+		u, _ := url.Parse(authURL)
+		q := u.Query()
+		resp, err := http.Get(q.Get("redirect_uri") + "?error=access_denied&state=" + url.QueryEscape(q.Get("state")))
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	err := newClient(t, as, nil, nil).Login(t.Context(), denied)
+	if err == nil || !strings.Contains(err.Error(), "access_denied") {
+		t.Errorf("Login denied = %v, want access_denied", err)
 	}
 }
