@@ -151,7 +151,27 @@ const keyringService = "toolbridge"
 // KeyringStore keeps records in the OS keyring (macOS Keychain, Windows
 // Credential Manager, the freedesktop Secret Service on Linux) through
 // github.com/zalando/go-keyring, one entry per server.
-type KeyringStore struct{}
+type KeyringStore struct {
+	// Locks, when set, is the state directory whose lock files keep
+	// gateways sharing the keyring from refreshing at once (the keyring
+	// has no locks of its own).
+	Locks *statefile.Dir
+}
+
+// Lock implements Locker when the store has a state directory for locks.
+func (s KeyringStore) Lock(ctx context.Context, server string) (func(), error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if s.Locks == nil {
+		return func() {}, nil
+	}
+	unlock, err := s.Locks.Lock(fileName(server))
+	if err != nil {
+		return nil, fmt.Errorf("locking the token of %s: %w", server, err)
+	}
+	return unlock, nil
+}
 
 func keyringUser(server string) string { return "oauth:" + server }
 
@@ -222,12 +242,21 @@ func OpenStore(cfg *config.Config) (Store, error) {
 		if !keyringAvailable() {
 			return nil, errors.New("opening the token store: token_store is keyring, but no OS keyring answers (set token_store: auto or file)")
 		}
-		return KeyringStore{}, nil
+		return keyringStore(cfg.StateDir), nil
 	case config.TokenStoreFile:
 		return NewFileStore(cfg.StateDir)
 	}
 	if keyringAvailable() {
-		return KeyringStore{}, nil
+		return keyringStore(cfg.StateDir), nil
 	}
 	return NewFileStore(cfg.StateDir)
+}
+
+// keyringStore is the keyring store with its locks under stateDir, when
+// there is one.
+func keyringStore(stateDir string) KeyringStore {
+	if d, err := statefile.Open(stateDir); err == nil {
+		return KeyringStore{Locks: &d}
+	}
+	return KeyringStore{}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/zalando/go-keyring"
 
 	"github.com/toolbridge/toolbridge/config"
+	"github.com/toolbridge/toolbridge/config/statefile"
 )
 
 // TestStores runs the same checks on the file store and on the keyring
@@ -54,6 +55,30 @@ func TestStores(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "oauth:bad") || strings.Contains(err.Error(), "s3cr3t") {
 		t.Errorf("corrupt entry: %v", err)
 	}
+
+	// Gateways sharing the keyring lock under the state directory.
+	locks, _ := statefile.Open(t.TempDir())
+	ks := KeyringStore{Locks: &locks}
+	unlock, err := ks.Lock(t.Context(), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := make(chan struct{})
+	go func() {
+		u2, err := ks.Lock(t.Context(), "x")
+		if err == nil {
+			u2()
+		}
+		close(second)
+	}()
+	time.Sleep(50 * time.Millisecond) // a slow machine only weakens this
+	select {
+	case <-second:
+		t.Error("a second keyring lock was taken while the first was held")
+	default:
+	}
+	unlock()
+	<-second
 
 	// token_store chooses.
 	cfg := config.Default()
