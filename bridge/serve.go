@@ -34,9 +34,10 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, e
 	if limit := g.settings().cfg.Serve.MaxBodyBytes; limit > 0 {
 		w := &lockedWriter{w: out}
 		out = w
-		in = newBoundedLines(in, limit, func(prefix []byte) {
+		in = upstream.NewBoundedLines(in, limit, func(prefix []byte) ([]byte, error) {
 			logger.Printf("dropped a message longer than serve.max_body_bytes (%d bytes)", limit)
-			_, _ = w.Write(tooLargeAnswer(leadingID(prefix), limit))
+			_, _ = w.Write(tooLargeAnswer(upstream.LeadingID(prefix), limit))
+			return nil, nil
 		})
 	}
 	// Listen cancels the calls in flight as soon as its context ends, so it

@@ -151,17 +151,27 @@ func (c *child) ended() string {
 	return strings.Join(parts, "; ")
 }
 
-// limitedStdout is the child's stdout, cut (and the child killed) once one
-// line passes the limit.
+// limitedStdout is the child's stdout with each line bounded by the
+// limit. A line past it that answers one of the gateway's requests is
+// dropped and replaced by an error response for that request, so that the
+// call it answers, and only that one, gets the limit error and the server
+// keeps serving. Any other line past the limit (a flood of output that is
+// no answer) cuts stdout and kills the child.
 func (c *child) limitedStdout() io.Reader {
-	return &lineLimiter{r: c.stdout, max: c.limit, over: func(err error) {
-		c.mu.Lock()
-		c.cut = err
-		c.mu.Unlock()
-		c.kill()
-	}, onJunk: func(line string) {
+	watched := &junkWatcher{r: c.stdout, onJunk: func(line string) {
 		c.mu.Lock()
 		c.junk = line
 		c.mu.Unlock()
 	}}
+	return NewBoundedLines(watched, c.limit, func(prefix []byte) ([]byte, error) {
+		if id, ok := LeadingID(prefix).(string); ok && strings.HasPrefix(id, requestIDPrefix) {
+			return ErrorLine(id, tooLargeCode, (&TooLargeError{Limit: c.limit}).Error()), nil
+		}
+		err := fmt.Errorf("the server wrote a message longer than %d bytes on stdout (max_result_bytes)", c.limit)
+		c.mu.Lock()
+		c.cut = err
+		c.mu.Unlock()
+		c.kill()
+		return nil, err
+	})
 }

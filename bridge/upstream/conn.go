@@ -294,6 +294,16 @@ func (u *Conn) lost() string {
 	return "the process ended"
 }
 
+// requestIDPrefix starts the id of every request the gateway sends
+// upstream, so that an answer can be told from the server's own requests.
+const requestIDPrefix = "tb-"
+
+// tooLargeCode marks the error response the gateway puts in place of an
+// answer longer than max_result_bytes. It is in the range JSON-RPC leaves
+// to implementations. (A server that sends it itself gets its error
+// reported as a result too large, which misleads nobody for long.)
+const tooLargeCode = -32097
+
 // Request sends one JSON-RPC request and returns the raw result. A context
 // that ends first sends notifications/cancelled upstream, as the MCP spec
 // asks, so the server can stop working on it.
@@ -306,7 +316,7 @@ func (u *Conn) Request(ctx context.Context, method string, params any) (json.Raw
 	}
 	u.inflight.Begin()
 	defer u.inflight.End()
-	id := mcp.NewRequestId("tb-" + strconv.FormatInt(u.nextID.Add(1), 10))
+	id := mcp.NewRequestId(requestIDPrefix + strconv.FormatInt(u.nextID.Add(1), 10))
 	ctx, over := watchOverflow(ctx)
 	resp, err := u.tr.SendRequest(ctx, transport.JSONRPCRequest{
 		JSONRPC: mcp.JSONRPC_VERSION, ID: id, Method: method, Params: params,
@@ -332,6 +342,11 @@ func (u *Conn) Request(ctx context.Context, method string, params any) (json.Raw
 		// gone: the supervisor reconnects.
 		u.markLost(err.Error())
 		return nil, err
+	}
+	if resp.Error != nil && resp.Error.Code == tooLargeCode {
+		// Put in place of an answer too long by the stdout bound (see
+		// limitedStdout).
+		return nil, &TooLargeError{Limit: u.MessageLimit()}
 	}
 	if resp.Error != nil {
 		return nil, &RPCError{Code: resp.Error.Code, Message: resp.Error.Message, Data: resp.Error.Data}

@@ -1,7 +1,8 @@
-package bridge
+package upstream
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -32,7 +33,7 @@ func TestBoundedLines(t *testing.T) {
 				r = iotest.OneByteReader(r)
 			}
 			dropped := 0
-			got, err := io.ReadAll(newBoundedLines(r, tt.limit, func([]byte) { dropped++ }))
+			got, err := io.ReadAll(NewBoundedLines(r, tt.limit, func([]byte) ([]byte, error) { dropped++; return nil, nil }))
 			if err != nil || string(got) != tt.want || dropped != tt.dropped {
 				t.Errorf("%s (%s): got %q, %d dropped, err %v; want %q, %d dropped", tt.name, name, got, dropped, err, tt.want, tt.dropped)
 			}
@@ -43,16 +44,31 @@ func TestBoundedLines(t *testing.T) {
 func TestBoundedLinesKeepsTheID(t *testing.T) {
 	in := `{"jsonrpc":"2.0","id":"req-9","method":"tools/call","params":{"pad":"` + strings.Repeat("x", 1<<20) + "\"}}\n"
 	var prefix []byte
-	_, _ = io.ReadAll(newBoundedLines(strings.NewReader(in), 1000, func(p []byte) { prefix = p }))
-	if len(prefix) > 2*idPrefixBytes {
+	out, err := io.ReadAll(NewBoundedLines(strings.NewReader(in+"next\n"), 1000, func(p []byte) ([]byte, error) {
+		prefix = p
+		return ErrorLine(LeadingID(p), -1, "too long"), nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(prefix) > 2*PrefixBytes {
 		t.Errorf("kept %d bytes of the dropped line", len(prefix))
 	}
-	if id := leadingID(prefix); id != "req-9" {
+	if id := LeadingID(prefix); id != "req-9" {
 		t.Errorf("id %v, want req-9", id)
 	}
+	// The replacement comes in the dropped line's place.
+	first, rest, _ := strings.Cut(string(out), "\n")
 	var msg map[string]any
-	if err := json.Unmarshal(tooLargeAnswer(leadingID(prefix), 1000), &msg); err != nil || msg["id"] != "req-9" {
-		t.Errorf("answer %v (%v), want a JSON-RPC error with id req-9", msg, err)
+	if err := json.Unmarshal([]byte(first), &msg); err != nil || msg["id"] != "req-9" || rest != "next\n" {
+		t.Errorf("got %q, want the replacement with id req-9, then the next line", out)
+	}
+
+	// An error from TooLongFunc stops the reading at once.
+	stop := errors.New("stop")
+	r := NewBoundedLines(strings.NewReader(in), 1000, func([]byte) ([]byte, error) { return nil, stop })
+	if _, err := io.ReadAll(r); !errors.Is(err, stop) {
+		t.Errorf("err %v, want %v", err, stop)
 	}
 }
 
@@ -71,9 +87,9 @@ func TestLeadingID(t *testing.T) {
 		{`garbage`, nil},
 	}
 	for _, tt := range tests {
-		got := leadingID([]byte(tt.prefix))
+		got := LeadingID([]byte(tt.prefix))
 		if fmt.Sprint(got) != fmt.Sprint(tt.want) {
-			t.Errorf("leadingID(%q) = %v, want %v", tt.prefix, got, tt.want)
+			t.Errorf("LeadingID(%q) = %v, want %v", tt.prefix, got, tt.want)
 		}
 	}
 }
@@ -83,10 +99,10 @@ func FuzzLeadingID(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, prefix []byte) {
-		switch leadingID(prefix).(type) {
+		switch LeadingID(prefix).(type) {
 		case nil, string, json.Number:
 		default:
-			t.Fatalf("leadingID(%q) gave a %T", prefix, leadingID(prefix))
+			t.Fatalf("LeadingID(%q) gave a %T", prefix, LeadingID(prefix))
 		}
 	})
 }

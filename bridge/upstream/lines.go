@@ -1,0 +1,133 @@
+package upstream
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+)
+
+// BoundedLines bounds one line of a JSON-RPC stream: the gateway's stdin
+// (serve.max_body_bytes) and each stdio server's stdout
+// (max_result_bytes). mcp-go reads a line whole, without a bound, so a
+// peer writing one huge line would grow the gateway by as much. A line past
+// the bound is dropped as it streams by, without being held; the reader
+// goes on with the next line.
+type BoundedLines struct {
+	r       *bufio.Reader
+	limit   int64
+	tooLong TooLongFunc
+	line    []byte // what is left to hand out: a line, or a replacement
+	err     error  // sticky, returned once line is handed out
+}
+
+// TooLongFunc is told of a line past the limit as soon as it is, with the
+// line's first bytes (enough to find its id in, see LeadingID). It may
+// return a line to hand out in its place, once the rest is dropped, or an
+// error to stop reading with.
+type TooLongFunc func(prefix []byte) (replacement []byte, err error)
+
+// lineChunk is how much of a line is read at once.
+const lineChunk = 64 << 10
+
+// PrefixBytes is how much of a dropped line TooLongFunc is given.
+const PrefixBytes = 4 << 10
+
+// NewBoundedLines yields the lines of r that are at most limit bytes,
+// newline included, and hands each longer one to tooLong.
+func NewBoundedLines(r io.Reader, limit int64, tooLong TooLongFunc) *BoundedLines {
+	return &BoundedLines{r: bufio.NewReaderSize(r, lineChunk), limit: limit, tooLong: tooLong}
+}
+
+// Read implements io.Reader.
+func (b *BoundedLines) Read(p []byte) (int, error) {
+	for len(b.line) == 0 {
+		if b.err != nil {
+			return 0, b.err
+		}
+		b.line, b.err = b.next()
+	}
+	n := copy(p, b.line)
+	b.line = b.line[n:]
+	return n, nil
+}
+
+// next reads one line of at most limit bytes, or the replacement of a
+// longer one.
+func (b *BoundedLines) next() ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := b.r.ReadSlice('\n')
+		if int64(len(line)+len(chunk)) > b.limit {
+			prefix := append(line[:min(len(line), PrefixBytes):min(len(line), PrefixBytes)], chunk[:min(len(chunk), PrefixBytes)]...)
+			return b.drop(prefix, err)
+		}
+		line = append(line, chunk...)
+		switch {
+		case err == nil:
+			return line, nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		default:
+			return line, err
+		}
+	}
+}
+
+// drop reports a line past the limit, then discards the rest of it.
+func (b *BoundedLines) drop(prefix []byte, err error) ([]byte, error) {
+	replacement, stop := b.tooLong(prefix)
+	if stop != nil {
+		return nil, stop
+	}
+	for errors.Is(err, bufio.ErrBufferFull) {
+		_, err = b.r.ReadSlice('\n')
+	}
+	return replacement, err
+}
+
+// LeadingID finds the id of a JSON-RPC message from its first bytes, when
+// it comes before what was cut off: a string or a json.Number; nil if
+// there is none to be found.
+func LeadingID(prefix []byte) any {
+	dec := json.NewDecoder(bytes.NewReader(prefix))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
+			return nil
+		}
+		if key != "id" {
+			continue
+		}
+		var id any
+		d := json.NewDecoder(bytes.NewReader(value))
+		d.UseNumber() // an integer id comes back as written
+		if d.Decode(&id) != nil {
+			return nil
+		}
+		switch id.(type) {
+		case string, json.Number:
+			return id
+		}
+		return nil
+	}
+	return nil
+}
+
+// ErrorLine is a JSON-RPC error response for id, as one line.
+func ErrorLine(id any, code int, message string) []byte {
+	b, _ := json.Marshal(map[string]any{
+		"jsonrpc": "2.0",
+		"id":      id,
+		"error":   map[string]any{"code": code, "message": message},
+	})
+	return append(b, '\n')
+}
