@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/mark3labs/mcp-go/client"
 	"github.com/spf13/cobra"
 
 	"github.com/toolbridge/toolbridge/config"
@@ -22,7 +23,7 @@ import (
 // meta-tools resolve any tool, but exist only while something is
 // deferred); search leaves it unset and ranks what a client's tool_search
 // would.
-func (a *app) bridgedSession(ctx context.Context, f *configFlags, everyTool bool) (*session, error) {
+func (a *app) bridgedSession(ctx context.Context, f *configFlags, everyTool bool, opts ...client.ClientOption) (*session, error) {
 	cfg, specs, err := f.loadWithServers(a.environ)
 	if err != nil {
 		return nil, err
@@ -31,7 +32,7 @@ func (a *app) bridgedSession(ctx context.Context, f *configFlags, everyTool bool
 	if everyTool {
 		cfg.Tools = append(cfg.Tools, config.ToolRule{Match: "*", Class: config.ClassDeferrable})
 	}
-	s, err := openSession(ctx, cfg, specs, a.io.err, a.environ)
+	s, err := openSession(ctx, cfg, specs, a.io.err, a.environ, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +134,11 @@ func (a *app) callCmd() *cobra.Command {
 		Short: "Call one tool and print its result",
 		Long: `Call one tool with JSON arguments (default {}) and print its result. TOOL
 is any name tool_call accepts; the arguments are validated against the
-tool's input schema first. An error result makes the exit code 1.`,
+tool's input schema first. An error result makes the exit code 1.
+
+A server may ask for input during the call (elicitation). Nobody is there
+to answer it, so call declines unless --elicit defaults tells it to accept
+the values the request's schema gives as defaults.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) < 1 || len(args) > 2 {
 				return usageErrorf(cmd, "call takes TOOL and optional JSON arguments, got %d arguments", len(args))
@@ -145,8 +150,13 @@ tool's input schema first. An error result makes the exit code 1.`,
 		},
 	}
 	f := a.configFlags(cmd, noKeyFlags)
+	elicit := cmd.Flags().String("elicit", elicitDecline, "how to answer a server that asks for input during the call: decline, or defaults (accept the requested schema's default values)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		s, err := a.bridgedSession(cmd.Context(), f, true)
+		e, err := newElicitor(*elicit, a.io.err)
+		if err != nil {
+			return usageError{cmd: cmd, err: err}
+		}
+		s, err := a.bridgedSession(cmd.Context(), f, true, client.WithElicitationHandler(e))
 		if err != nil {
 			return err
 		}

@@ -23,7 +23,10 @@ type session struct {
 	c *client.Client
 }
 
-func openSession(ctx context.Context, cfg *config.Config, specs []upstream.Spec, progress io.Writer, environ []string) (*session, error) {
+// openSession starts a gateway for specs and attaches an in-process
+// client to it; opts configure that client (how it answers elicitation,
+// for one).
+func openSession(ctx context.Context, cfg *config.Config, specs []upstream.Spec, progress io.Writer, environ []string, opts ...client.ClientOption) (*session, error) {
 	g, err := bridge.New(cfg, bridge.Options{Environ: environ, Progress: progress})
 	if err != nil {
 		return nil, err
@@ -31,7 +34,7 @@ func openSession(ctx context.Context, cfg *config.Config, specs []upstream.Spec,
 	if err := g.Connect(ctx, specs); err != nil {
 		fmt.Fprintln(progress, "toolbridge: continuing without the servers that failed")
 	}
-	c, err := client.NewInProcessClient(g.MCPServer())
+	c, err := client.NewInProcessClientWithOptions(g.MCPServer(), opts...)
 	if err != nil {
 		_ = g.Close()
 		return nil, fmt.Errorf("creating in-process client: %w", err)

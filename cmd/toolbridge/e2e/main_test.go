@@ -38,6 +38,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	demoServer.Remove()
+	conformanceClient.Remove()
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }
