@@ -145,6 +145,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g.relay = upstream.NewRelay(g.srv, g.upstreamChanged)
 	g.pool = upstream.NewPool(cfg, upstream.PoolOptions{
 		Environ: opts.Environ, Progress: opts.Progress, Version: Version, OnReconnect: g.rebuild,
+		Logger: transportLogger(logger),
 	}, g.relay)
 	g.life, g.endLife = context.WithCancel(context.Background())
 	// The placeholder until Connect publishes the first real catalog.

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -78,6 +79,26 @@ func (u *Conn) startChild(cfg config.Server) (*child, error) {
 	}()
 	return c, nil
 }
+
+// transportStdin is the child's stdin as the transport writes it. A write
+// after the gateway closed it is dropped: the server is being stopped, and
+// an answer to one of its last requests (server-everything asks for roots
+// as it starts) has nowhere to go. mcp-go would log that failed write at
+// error level after every one-shot command. Any other write error, such as
+// the child having exited, is returned as it is.
+func (c *child) transportStdin() io.WriteCloser { return closedWritesDropped{c.stdin} }
+
+type closedWritesDropped struct{ f *os.File }
+
+func (w closedWritesDropped) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	if errors.Is(err, os.ErrClosed) {
+		return len(p), nil
+	}
+	return n, err
+}
+
+func (w closedWritesDropped) Close() error { return w.f.Close() }
 
 func (c *child) pid() int { return c.cmd.Process.Pid }
 

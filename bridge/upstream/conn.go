@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/url"
 	"strconv"
@@ -27,6 +28,9 @@ type Conn struct {
 	relay   *Relay
 	// version is toolbridge's own, sent in initialize.
 	version string
+	// logger receives the HTTP transports' own messages (mcp-go's
+	// default would be the process-wide slog.Default).
+	logger *slog.Logger
 
 	client *client.Client
 	tr     transport.Interface
@@ -63,8 +67,8 @@ type Conn struct {
 	lostWhy  string
 }
 
-func newConn(spec Spec, environ []string, r *Relay, version string) *Conn {
-	return &Conn{spec: spec, environ: environ, relay: r, version: version, stderr: newTailBuffer(4096), lostCh: make(chan struct{})}
+func newConn(spec Spec, environ []string, r *Relay, version string, logger *slog.Logger) *Conn {
+	return &Conn{spec: spec, environ: environ, relay: r, version: version, logger: logger, stderr: newTailBuffer(4096), lostCh: make(chan struct{})}
 }
 
 // Name is the server's name in the config.
@@ -193,15 +197,16 @@ func (u *Conn) newTransport() (transport.Interface, error) {
 		u.child = c
 		// mcp-go's own stdio transport would run the process itself; over
 		// plain pipes the gateway keeps the process and the read bound.
-		return transport.NewIO(c.limitedStdout(), c.stdin, nil), nil
+		return transport.NewIO(c.limitedStdout(), c.transportStdin(), nil), nil
 	case config.TransportSSE:
-		return transport.NewSSE(cfg.URL, transport.WithHeaders(cfg.Headers), transport.WithHTTPClient(u.httpClient()))
+		return transport.NewSSE(cfg.URL, transport.WithHeaders(cfg.Headers), transport.WithHTTPClient(u.httpClient()),
+			transport.WithSSELogger(u.logger))
 	case config.TransportStreamableHTTP:
 		// Continuous listening opens the standalone GET stream, where servers
 		// send requests and notifications not tied to one POST (mcp-go sends
 		// sampling requests there).
 		return transport.NewStreamableHTTP(cfg.URL, transport.WithHTTPHeaders(cfg.Headers), transport.WithContinuousListening(),
-			transport.WithHTTPBasicClient(u.httpClient()))
+			transport.WithHTTPBasicClient(u.httpClient()), transport.WithHTTPLogger(u.logger))
 	}
 	return nil, fmt.Errorf("unknown transport %q", cfg.UpstreamTransport())
 }

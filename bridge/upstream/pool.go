@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"slices"
 	"sort"
@@ -54,6 +55,8 @@ type Pool struct {
 	onReconnect func()
 	// version is toolbridge's own, sent to every server in initialize.
 	version string
+	// logger receives the transports' own messages.
+	logger *slog.Logger
 
 	mu       sync.RWMutex
 	specs    map[string]Spec
@@ -83,6 +86,10 @@ type PoolOptions struct {
 	// OnReconnect, if not nil, is called after the supervisor reconnected
 	// a server whose connection was lost (or that never came up).
 	OnReconnect func()
+	// Logger receives the transports' own log messages; nil discards
+	// them. (What matters to the user, a server failing or lost, comes
+	// through Progress and errors instead.)
+	Logger *slog.Logger
 }
 
 // NewPool returns a pool for cfg that connects nothing yet (see Connect).
@@ -93,8 +100,11 @@ func NewPool(cfg *config.Config, opts PoolOptions, r *Relay) *Pool {
 	if opts.Progress == nil {
 		opts.Progress = io.Discard
 	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
 	p := &Pool{
-		environ: opts.Environ, progress: opts.Progress, relay: r, version: opts.Version, onReconnect: opts.OnReconnect,
+		environ: opts.Environ, progress: opts.Progress, relay: r, version: opts.Version, onReconnect: opts.OnReconnect, logger: opts.Logger,
 		life: life, cancel: cancel,
 		specs: map[string]Spec{}, ups: map[string]*Conn{}, statuses: map[string]ServerStatus{},
 		sups: map[string]*supervisor{},
@@ -308,7 +318,7 @@ func (p *Pool) retire(u *Conn) {
 func (p *Pool) dial(ctx context.Context, spec Spec) (*Conn, time.Duration, error) {
 	start := time.Now()
 	cfg := p.cfg.Load()
-	u := newConn(spec, p.environ, p.relay, p.version)
+	u := newConn(spec, p.environ, p.relay, p.version, p.logger)
 	u.maxLine = cfg.MaxResultBytes
 	auth, err := p.authFor(spec)
 	if err != nil {

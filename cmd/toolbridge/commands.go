@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -36,7 +37,12 @@ func (a *app) bridgedSession(ctx context.Context, f *configFlags, everyTool bool
 	if err != nil {
 		return nil, err
 	}
-	if d := s.g.Catalog().Decision; !d.Bridge {
+	cat := s.g.Catalog()
+	if len(cat.Tools) == 0 {
+		s.Close()
+		return nil, errors.New("no configured server offers a tool (see the lines above)")
+	}
+	if d := cat.Decision; !d.Bridge {
 		s.Close()
 		if everyTool {
 			return nil, fmt.Errorf("no tool is reachable (%s); 'toolbridge tools' shows each server and tool", d.Reason)

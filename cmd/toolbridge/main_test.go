@@ -161,6 +161,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"serve", "--mode", "sometimes"}, 1, "flag --mode"},
 		{[]string{"config", "check", "a.yaml", "-c", "b.yaml"}, 2, "two config files"},
 		{[]string{"describe", "T", "--format", "xml"}, 2, "--format must be mcp or openai"},
+		{[]string{"call", "T", "--elicit", "always"}, 2, "--elicit must be decline or defaults"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -295,3 +296,15 @@ func demoServer(t *testing.T) string { return demoServerBin.Path(t) }
 
 // allStepsWorked is how demo --script ends when every step worked.
 var allStepsWorked = fmt.Sprintf("All %d steps worked", len(demoScript))
+
+// TestNoServerUp: when every configured server fails, the one-shot
+// commands say there is no tool, not something about bridge mode.
+func TestNoServerUp(t *testing.T) {
+	cfg := writeTestFile(t, "broken.json", `{"mcpServers": {"x": {"command": "/nonexistent/toolbridge-test-server"}}}`)
+	for _, args := range [][]string{{"call", "x::y"}, {"describe", "x::y"}, {"search", "y"}} {
+		code, _, errOut := runCmd(t, nil, append(args, "-c", cfg)...)
+		if code != 1 || !strings.Contains(errOut, "no configured server offers a tool") || strings.Contains(errOut, "deferr") {
+			t.Errorf("%q: exit %d, stderr %q", args, code, errOut)
+		}
+	}
+}

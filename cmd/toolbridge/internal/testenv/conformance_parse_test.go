@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -109,6 +110,42 @@ func TestReadChecksFindsTheScenarioDirectory(t *testing.T) {
 	}
 	if _, err := readChecks(dir, "tools-list"); err == nil {
 		t.Error("readChecks for a scenario with no directory: want an error")
+	}
+}
+
+// TestReadClientChecks: a client run writes one checks.json, under
+// NAME-<timestamp>/, nested for a grouped name; none or two is an error.
+func TestReadClientChecks(t *testing.T) {
+	data, err := json.Marshal([]Check{{ID: "mcp-client-initialization", Status: StatusSuccess}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(dir, sub string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, sub, "checks.json"), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flat, nested, none, two := t.TempDir(), t.TempDir(), t.TempDir(), t.TempDir()
+	write(flat, "initialize-2026-01-01T00-00-00-000Z")
+	write(nested, "auth/metadata-default-2026-01-01T00-00-00-000Z")
+	write(two, "a-2026-01-01T00-00-00-000Z")
+	write(two, "b-2026-01-01T00-00-00-000Z")
+	for _, dir := range []string{flat, nested} {
+		if got, err := readClientChecks(dir); err != nil || len(got) != 1 || got[0].Status != StatusSuccess {
+			t.Errorf("readClientChecks(%s) = %+v, %v", dir, got, err)
+		}
+	}
+	for _, dir := range []string{none, two} {
+		if _, err := readClientChecks(dir); err == nil {
+			t.Errorf("readClientChecks(%s): want an error", dir)
+		}
+	}
+	if _, err := RunClientConformance(context.Background(), nil, "true", "--scenario=x"); err == nil || !strings.Contains(err.Error(), "not a scenario name") {
+		t.Errorf("RunClientConformance with a flag as the scenario: %v", err)
 	}
 }
 

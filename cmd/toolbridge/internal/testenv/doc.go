@@ -17,6 +17,9 @@
 //     CLI process against a URL; [RunConformance] runs one scenario,
 //     [RunScenarios] a list, and [RetryFailed] reruns failures. Verdicts come
 //     from the per-scenario checks.json files the CLI writes.
+//   - [RunClientConformance] runs one client scenario with a command as the
+//     client under test (toolbridge through examples/conformance/client).
+//   - [GoBinary] builds a package of this module once per test process.
 //   - [DirectBaseline] is the golden list of scenarios that pass directly
 //     against mcp-go's server; [Regressions] compares a run against it.
 //   - [ChildProcesses], [DescendantProcesses] and [ProcessAlive] read /proc so

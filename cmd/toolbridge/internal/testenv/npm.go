@@ -17,6 +17,13 @@ import (
 
 // The pinned npm packages. npm/package-lock.json fixes every transitive
 // version and its integrity hash, so `npm ci` installs the same tree everywhere.
+//
+// package.json overrides the TypeScript SDK the conformance suite itself
+// runs on to 1.25.3 (within the suite's own range, ^1.25.2). The suite's
+// tools_call client scenario connects one SDK Server to a new transport on
+// every POST, which SDK 1.26 and later refuse ("Already connected to a
+// transport") after the first, so no client could pass it; the reference
+// servers keep their own, newer SDK.
 var (
 	//go:embed npm/package.json
 	packageJSON []byte
