@@ -21,7 +21,7 @@ const (
 // partialGroups is the fallback for a request none of whose terms is in
 // the index: each request word stands for the index terms it partly
 // matches. A word matches a term it or its stem spells within one edit
-// (two from eight letters), a term it begins ("screen" for "screenshot"), a term
+// (two when both have eight letters or more), a term it begins ("screen" for "screenshot"), a term
 // that begins it ("navigating" for "navig") and, whole, a stop word the
 // analyser dropped but a tool uses as a term. It scans the whole
 // vocabulary, which is fine for a rare fallback but not for every search.
@@ -45,10 +45,6 @@ func (ix *Index) partialGroups(q string) []queryGroup {
 			cands = append(cands, cand{w, 0}) // a stop word some tool has
 		}
 		if len(w) >= minPartialLen && isASCII(w) {
-			maxEdits := 1
-			if len(w) >= 8 {
-				maxEdits = 2
-			}
 			// Terms are stems, so a misspelt word is compared as written
 			// and stemmed ("isues" is two edits from "issu", "isu" one).
 			stem := normalizeTerm(w)
@@ -56,23 +52,29 @@ func (ix *Index) partialGroups(q string) []queryGroup {
 				if e.df == 0 || t == w || !isASCII(t) {
 					continue
 				}
-				switch {
-				case len(t) >= minPartialLen && (strings.HasPrefix(t, w) || strings.HasPrefix(w, t)):
+				if len(t) >= minPartialLen && (strings.HasPrefix(t, w) || strings.HasPrefix(w, t)) {
 					cands = append(cands, cand{t, 1 + absInt(len(t)-len(w))})
-				default:
-					d := osaDistance([]byte(w), []byte(t), maxEdits, &rows)
-					if stem != "" && stem != w {
-						d = min(d, osaDistance([]byte(stem), []byte(t), maxEdits, &rows))
-					}
-					// A stem is mostly a prefix of its words: "chnges"
-					// begins one edit from "chang".
-					if len(t) >= minPartialLen && len(w) > len(t) {
-						d = min(d, osaDistance([]byte(w[:len(t)]), []byte(t), maxEdits, &rows))
-						d = min(d, osaDistance([]byte(w[:len(t)-1]), []byte(t), maxEdits, &rows))
-					}
-					if d <= maxEdits {
-						cands = append(cands, cand{t, d})
-					}
+					continue
+				}
+				// Two edits only between long words: "scre" and "size"
+				// are two edits apart too.
+				maxEdits := 1
+				if min(len(w), len(t)) >= 8 {
+					maxEdits = 2
+				}
+				d := osaDistance([]byte(w), []byte(t), maxEdits, &rows)
+				if stem != "" && stem != w {
+					d = min(d, osaDistance([]byte(stem), []byte(t), maxEdits, &rows))
+				}
+				// A stem is mostly a prefix of its words: "chnges" begins
+				// one edit from "chang".
+				if len(t) > minPartialLen && len(w) > len(t) &&
+					(osaDistance([]byte(w[:len(t)]), []byte(t), 1, &rows) <= 1 ||
+						osaDistance([]byte(w[:len(t)-1]), []byte(t), 1, &rows) <= 1) {
+					d = min(d, 1)
+				}
+				if d <= maxEdits {
+					cands = append(cands, cand{t, d})
 				}
 			}
 		}

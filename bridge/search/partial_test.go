@@ -43,6 +43,19 @@ func TestPartialFallback(t *testing.T) {
 	}
 }
 
+// TestPartialFallbackIsNotLoose: a long misspelt word does not match a
+// short term its first letters are two edits from ("scre" and "size").
+func TestPartialFallbackIsNotLoose(t *testing.T) {
+	ix := New(Options{})
+	ix.Upsert("disk", []Document{{Name: "list_sizes", Description: "Sizes of the disks"}})
+	if res := ix.Search("screnshot zzqx", 5); len(res.Hits) != 0 {
+		t.Errorf("screnshot matched %v", res.Hits)
+	}
+	if res := ix.Search("sizse zzqx", 5); len(res.Hits) != 1 || !res.Partial {
+		t.Errorf("sizse: %+v, want list_sizes as a partial match", res)
+	}
+}
+
 // TestNeverEmpty checks the promise of issue #17 on the reference and demo
 // servers: a request that shares a meaningful word with some tool, or a
 // one-letter misspelling of one, gets at least one hit, even wrapped in
