@@ -32,6 +32,8 @@ type child struct {
 	limit  int64
 	exited chan struct{} // closed once the process is reaped
 
+	watchdog *watchdog // kills the process group if the gateway dies; nil without sh
+
 	mu     sync.Mutex
 	killed bool   // the gateway sent SIGKILL (not news when reporting)
 	cut    error  // why the gateway stopped reading stdout, if it did
@@ -39,9 +41,10 @@ type child struct {
 }
 
 // startChild starts the server in its own process group, so that stopping
-// it reaches grandchildren too (npx starts node as a child), and with a
-// parent-death signal, so that it dies even if toolbridge is killed with
-// SIGKILL.
+// it reaches grandchildren too (npx starts node as a child), with SIGKILL
+// as its parent-death signal and a watchdog on its group (see watchdog),
+// so that neither it nor what it started outlives toolbridge, even when
+// toolbridge is killed with SIGKILL.
 func (u *Conn) startChild(cfg config.Server) (*child, error) {
 	cmd := exec.Command(cfg.Command, cfg.Args...)
 	cmd.Env = append([]string(nil), u.environ...)
@@ -50,7 +53,10 @@ func (u *Conn) startChild(cfg config.Server) (*child, error) {
 	}
 	cmd.Dir = cfg.Cwd
 	cmd.Stderr = u.stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	// SIGKILL, not SIGTERM: a server stuck in a handler, or one that
+	// ignores SIGTERM, must not outlive the gateway. A graceful stop is the
+	// gateway's own (stop); this signal is only for the gateway's death.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	// A grandchild that keeps stderr open must not hold up Wait for long.
 	cmd.WaitDelay = 2 * time.Second
 	// Pipes as files, not cmd.StdoutPipe: Wait would close the read end
@@ -73,6 +79,7 @@ func (u *Conn) startChild(cfg config.Server) (*child, error) {
 	}
 	limit := u.MessageLimit()
 	c := &child{cmd: cmd, stdin: inW, stdout: outR, limit: limit, exited: make(chan struct{})}
+	c.watchdog = startWatchdog(cmd.Process.Pid)
 	go func() {
 		_ = cmd.Wait()
 		close(c.exited)
@@ -137,6 +144,7 @@ func (c *child) stop(grace time.Duration) {
 	// The leader is gone; anything left in its group is an orphan-to-be.
 	// ESRCH (nothing left) is the normal case.
 	_ = syscall.Kill(-c.pid(), syscall.SIGKILL)
+	c.watchdog.release()
 	_ = c.stdout.Close()
 }
 
