@@ -37,29 +37,25 @@ var summaryLine = regexp.MustCompile(`(?m)^([✓✗]) (auth/[a-z0-9-]+): (\d+) p
 // TestConformanceAuthSuite runs the official conformance suite's auth
 // scenarios with toolbridge as the client:
 //
-//	conformance client --command authclient --suite auth
+//	conformance client --command "examples/conformance/client --toolbridge BIN" --suite auth
 //
-// where authclient (examples/conformance/authclient) drives the toolbridge
-// binary through `auth login` and `call`, playing the browser. Every
+// where the wrapper drives the toolbridge binary through `auth login` and
+// `call`, playing the browser. Every
 // scenario must pass, and no token, code, verifier, client secret or key
 // the run exchanged may appear in anything toolbridge or the wrapper
 // printed.
 func TestConformanceAuthSuite(t *testing.T) {
 	env := testenv.NPM(t)
 	dir := t.TempDir()
-	authclient := filepath.Join(dir, "authclient")
-	build := exec.Command("go", "build", "-o", authclient, "github.com/toolbridge/toolbridge/examples/conformance/authclient")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building authclient: %v\n%s", err, out)
-	}
+	command := conformanceClient.Path(t) + " --toolbridge " + binary
 	outDir := filepath.Join(dir, "results")
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, env.Bin(testenv.BinConformance), "client",
-		"--command", authclient, "--suite", "auth", "--timeout", "180000", "--output-dir", outDir)
+		"--command", command, "--suite", "auth", "--timeout", "180000", "--output-dir", outDir)
 	// No OS keyring in tests (DBUS pointed nowhere), a state directory of
 	// the test's own, and the toolbridge under test.
-	cmd.Env = append(os.Environ(), "CONFORMANCE_TOOLBRIDGE_BIN="+binary, "DBUS_SESSION_BUS_ADDRESS=unix:path="+filepath.Join(dir, "no-bus"),
+	cmd.Env = append(os.Environ(), "DBUS_SESSION_BUS_ADDRESS=unix:path="+filepath.Join(dir, "no-bus"),
 		"XDG_STATE_HOME="+filepath.Join(dir, "xdg-state"))
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

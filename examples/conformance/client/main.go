@@ -23,6 +23,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -30,6 +31,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -38,6 +40,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/toolbridge/toolbridge/bridge/upstream/oauth"
 )
 
 // serverName is the name the suite's server gets in the generated config.
@@ -50,6 +54,10 @@ type scenario struct {
 	server func(url string, sc Context) (map[string]any, error)
 	// steps are the toolbridge commands to run, in order.
 	steps []step
+	// mayFail: the scenario's server never lets the call succeed (the
+	// suite judges only what the client sent), so a step still needing a
+	// login after maxLogins logins is the expected end, not an error.
+	mayFail bool
 }
 
 // step is one toolbridge command line; "-c CONFIG" is added to it.
@@ -58,6 +66,53 @@ type step struct {
 	// want must appear in the command's output, stdout or stderr (""
 	// checks only the exit code, which must be 0 either way).
 	want string
+	// browser makes this program play the browser for the step (`auth
+	// login --no-browser`): it follows the authorization URL toolbridge
+	// prints and delivers the redirect to toolbridge's 127.0.0.1
+	// listener. The suite's authorization server approves at once.
+	browser bool
+	// relogin, when the step fails saying to run `toolbridge auth login`
+	// (a 403 asking for more scope), logs in again and reruns the step,
+	// at most maxLogins logins in all, as a user would and no more.
+	relogin bool
+}
+
+// maxLogins bounds the logins of one scenario run: a server that never
+// accepts the token must not keep the client logging in (the suite's
+// auth/scope-retry-limit allows 3).
+const maxLogins = 3
+
+// clientMetadataURL is the client ID metadata document URL the suite's
+// auth/basic-cimd scenario expects a client to use where the
+// authorization server supports them.
+const clientMetadataURL = "https://conformance-test.local/client-metadata.json"
+
+// authLogin logs in, playing the browser.
+var authLogin = step{args: []string{"auth", "login", serverName, "--no-browser"}, want: "Logged in to " + serverName, browser: true}
+
+// authScenario runs an auth/* scenario as a user would: log in, then call
+// the suite's tool, logging in again if toolbridge says a login is needed.
+// For client credentials the login gets the token without a browser.
+var authScenario = scenario{server: authServer, steps: []step{
+	authLogin,
+	{args: []string{"call", serverName + "::test-tool"}, want: "test", relogin: true},
+}}
+
+// authServer is the config entry of an auth scenario's server: client
+// credentials (a secret or a private key) when the context carries them,
+// else an OAuth login that uses the client ID metadata document where the
+// server supports one and dynamic registration elsewhere.
+func authServer(url string, sc Context) (map[string]any, error) {
+	auth := map[string]any{"client_metadata_url": clientMetadataURL}
+	switch {
+	case sc.String("private_key_pem") != "":
+		auth = map[string]any{"type": "client_credentials", "client_id": sc.String("client_id"),
+			"private_key": sc.String("private_key_pem"), "signing_alg": sc.String("signing_algorithm")}
+	case sc.String("client_secret") != "":
+		auth = map[string]any{"type": "client_credentials", "client_id": sc.String("client_id"),
+			"client_secret": sc.String("client_secret")}
+	}
+	return map[string]any{"url": url, "transport": "streamable-http", "auth": auth}, nil
 }
 
 // scenarios are the client scenarios toolbridge takes part in, by the
@@ -86,6 +141,38 @@ var scenarios = map[string]scenario{
 	"sse-retry": {steps: []step{
 		{args: []string{"call", serverName + "::test_reconnection"}, want: "Reconnection test completed successfully"},
 	}},
+
+	// OAuth (issue #15): discovery from the 401 through protected resource
+	// metadata at its four placements, then authorization server metadata
+	// or OpenID discovery, dynamic registration, PKCE and the resource
+	// indicator.
+	"auth/metadata-default": authScenario,
+	"auth/metadata-var1":    authScenario,
+	"auth/metadata-var2":    authScenario,
+	"auth/metadata-var3":    authScenario,
+	// A client ID metadata document URL as client_id instead of DCR.
+	"auth/basic-cimd": authScenario,
+	// 2025-03-26 servers: no resource metadata; metadata at the root, or
+	// none and the default endpoints.
+	"auth/2025-03-26-oauth-metadata-backcompat": authScenario,
+	"auth/2025-03-26-oauth-endpoint-fallback":   authScenario,
+	// Scope selection: the challenge's scope, else scopes_supported, else
+	// none; a 403 insufficient_scope steps up at the next login, and a
+	// server that never accepts gets at most maxLogins logins.
+	"auth/scope-from-www-authenticate":  authScenario,
+	"auth/scope-from-scopes-supported":  authScenario,
+	"auth/scope-omitted-when-undefined": authScenario,
+	"auth/scope-step-up":                authScenario,
+	"auth/scope-retry-limit":            {server: authServer, steps: []step{authLogin, {args: []string{"call", serverName + "::test-tool"}, relogin: true}}, mayFail: true},
+	// Token endpoint authentication: what the server registered the
+	// client for.
+	"auth/token-endpoint-auth-basic": authScenario,
+	"auth/token-endpoint-auth-post":  authScenario,
+	"auth/token-endpoint-auth-none":  authScenario,
+	// Client credentials with private_key_jwt (ES256) or
+	// client_secret_basic, keys from MCP_CONFORMANCE_CONTEXT.
+	"auth/client-credentials-jwt":   authScenario,
+	"auth/client-credentials-basic": authScenario,
 }
 
 // Context is the scenario's extra context from MCP_CONFORMANCE_CONTEXT
@@ -149,13 +236,32 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
+	logins := 0
 	for _, st := range sc.steps {
-		if err := runStep(ctx, bin, cfg, dir, st, stdout, stderr); err != nil {
+		err := runStep(ctx, bin, cfg, dir, st, stdout, stderr)
+		if st.browser {
+			logins++
+		}
+		for st.relogin && errors.Is(err, errNeedsLogin) && logins < maxLogins {
+			if err = runStep(ctx, bin, cfg, dir, authLogin, stdout, stderr); err != nil {
+				break
+			}
+			logins++
+			err = runStep(ctx, bin, cfg, dir, st, stdout, stderr)
+		}
+		if err != nil && sc.mayFail && errors.Is(err, errNeedsLogin) {
+			fmt.Fprintf(stderr, "conformance client: %v (expected: this server never accepts)\n", err)
+			return nil
+		}
+		if err != nil {
 			return fmt.Errorf("scenario %s: %w", name, err)
 		}
 	}
 	return nil
 }
+
+// errNeedsLogin marks a step whose toolbridge said to run auth login.
+var errNeedsLogin = errors.New("toolbridge says a login is needed")
 
 // writeConfig writes the toolbridge config for the scenario into dir and
 // returns its path. Its state lives in dir too, so that no run sees
@@ -168,7 +274,9 @@ func writeConfig(dir, url string, sc scenario, scCtx Context) (string, error) {
 			return "", fmt.Errorf("configuring the server: %w", err)
 		}
 	}
-	cfg := map[string]any{"mcpServers": map[string]any{serverName: entry}}
+	// token_store file: tokens stay in the run's state directory, never
+	// in the OS keyring of the machine running the suite.
+	cfg := map[string]any{"mcpServers": map[string]any{serverName: entry}, "token_store": "file"}
 	data, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
 		return "", err
@@ -187,9 +295,16 @@ func runStep(ctx context.Context, bin, cfg, dir string, st step, stdout, stderr 
 	cmd.Stdout = io.MultiWriter(&out, stdout)
 	cmd.Stderr = io.MultiWriter(&out, stderr)
 	fmt.Fprintf(stderr, "conformance client: toolbridge %s\n", strings.Join(args, " "))
-	err := cmd.Run()
+	var err error
+	if st.browser {
+		err = runWithBrowser(ctx, cmd, &out, stderr)
+	} else {
+		err = cmd.Run()
+	}
 	var exit *exec.ExitError
 	switch {
+	case errors.As(err, &exit) && strings.Contains(out.String(), "toolbridge auth login "+serverName):
+		return fmt.Errorf("toolbridge %s exited %d: %w", st.args[0], exit.ExitCode(), errNeedsLogin)
 	case errors.As(err, &exit):
 		return fmt.Errorf("toolbridge %s exited %d", st.args[0], exit.ExitCode())
 	case err != nil:
@@ -227,4 +342,34 @@ func supported() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// runWithBrowser runs cmd (`auth login --no-browser`) and plays the
+// browser: it follows the authorization URL cmd prints on stderr and
+// delivers the redirect to cmd's own listener. Everything cmd prints goes
+// to out and stderr as runStep's other commands do.
+func runWithBrowser(ctx context.Context, cmd *exec.Cmd, out io.Writer, stderr io.Writer) error {
+	cmd.Stderr = nil
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("running toolbridge: %w", err)
+	}
+	var followErr error
+	followed := false
+	sc := bufio.NewScanner(pipe)
+	for sc.Scan() {
+		line := sc.Text()
+		fmt.Fprintln(io.MultiWriter(out, stderr), line)
+		if u := strings.TrimSpace(line); !followed && (strings.HasPrefix(u, "http://") || strings.HasPrefix(u, "https://")) {
+			followed = true
+			if followErr = oauth.FollowOpener(http.DefaultClient)(ctx, u); followErr != nil {
+				// toolbridge would wait for a redirect that never comes.
+				_ = cmd.Process.Kill()
+			}
+		}
+	}
+	return errors.Join(cmd.Wait(), followErr)
 }
