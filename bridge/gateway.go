@@ -83,7 +83,8 @@ type Gateway struct {
 	toolsPrint  []byte                       // fingerprint of the registered tool list
 	promptPrint []byte
 	resPrint    []byte
-	refreshMu   sync.Map // upstream name -> *sync.Mutex: one refresh at a time
+	refreshes   coalescer    // one list refresh per server and list at a time, one more pending
+	warnings    *logThrottle // repeated warnings, at most one per key and interval
 }
 
 // New builds a gateway for cfg. Call Connect to reach the upstreams.
@@ -113,6 +114,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		index:      search.New(search.Options{MaxLimit: searchIndexMaxHits}),
 		validators: newValidators(), revealed: newRevealed(), hitSummaries: newHitSummaries(),
 		serverDocs: map[string][sha256.Size]byte{},
+		warnings:   newLogThrottle(warnEvery),
 	}
 	g.live.Store(live)
 	g.transport.Store(config.ServeStdio)
@@ -222,15 +224,15 @@ func (g *Gateway) Close() error {
 // downstream is the transport clients use, for spans: stdio or http.
 func (g *Gateway) downstream() string { return g.transport.Load().(string) }
 
+// warnEvery is how often one repeated warning is logged.
+const warnEvery = 10 * time.Second
+
 // upstreamChanged handles an upstream's list_changed notification: refetch
 // that list, then republish. It runs off the transport's reader goroutine,
-// which must not block on a request of its own.
+// which must not block on a request of its own, and is coalesced: a storm
+// of notifications costs one refresh at a time and one more after it.
 func (g *Gateway) upstreamChanged(u *upstream.Conn, method string) {
-	go func() {
-		muAny, _ := g.refreshMu.LoadOrStore(u.Name(), &sync.Mutex{})
-		mu := muAny.(*sync.Mutex)
-		mu.Lock()
-		defer mu.Unlock()
+	g.refreshes.do(u.Name()+" "+method, func() {
 		ctx, cancel := context.WithTimeout(context.Background(), g.settings().cfg.EffectiveConnectTimeout(u.Spec().Config))
 		defer cancel()
 		var err error
@@ -243,14 +245,14 @@ func (g *Gateway) upstreamChanged(u *upstream.Conn, method string) {
 			err = u.RefreshResources(ctx)
 		}
 		if err != nil {
-			g.logger.Warn("refreshing after list change", "server", u.Name(), "error", err)
+			g.warnings.warn(g.logger, u.Name()+" refresh failed", "refreshing after list change", "server", u.Name(), "error", err)
 			return
 		}
 		for _, why := range u.Skipped() {
-			g.logger.Warn("refreshing after list change", "server", u.Name(), "warning", why)
+			g.warnings.warn(g.logger, u.Name()+" "+why, "refreshing after list change", "server", u.Name(), "warning", why)
 		}
 		g.rebuild()
-	}()
+	})
 }
 
 // rebuild publishes a new catalog and re-registers what changed. Clients are
