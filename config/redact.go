@@ -119,7 +119,14 @@ func RedactURLs(text string) string {
 	if !strings.Contains(text, "://") {
 		return text
 	}
-	return urlInText.ReplaceAllStringFunc(text, redactURL)
+	return urlInText.ReplaceAllStringFunc(text, func(m string) string {
+		// A log line that quotes an error quoting a URL escapes the
+		// closing quote (Post \"http://...\"): the backslash belongs to
+		// the line, not to the URL, which would show it as %5C or mask it
+		// away and leave the line's quotes unbalanced.
+		u := strings.TrimRight(m, `\`)
+		return redactURL(u) + m[len(u):]
+	})
 }
 
 // redactURL masks a URL's userinfo and its secret-looking query and

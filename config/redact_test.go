@@ -214,6 +214,12 @@ func TestRedactURLs(t *testing.T) {
 		{"two: https://a.example/?token=S1 and https://b.example/?sig=S2.",
 			"two: https://a.example/?token=**** and https://b.example/?sig=****"},
 		{"url=https://a.example/p?key=S1;next", "url=https://a.example/p?key=****"},
+		// A log line quotes an error that quotes the URL: the URL ends at
+		// the escaped quote, and the backslash stays out of it (it was
+		// shown as "traces%5C").
+		{`err="traces export: Post \"http://localhost:4318/v1/traces\": dial tcp 127.0.0.1:4318: connect: connection refused"`,
+			`err="traces export: Post \"http://localhost:4318/v1/traces\": dial tcp 127.0.0.1:4318: connect: connection refused"`},
+		{`err="Post \"http://u:S0@h.example/mcp?token=S1\": refused"`, `err="Post \"http://****@h.example/mcp?token=****\": refused"`},
 	}
 	for _, tt := range tests {
 		if got := RedactURLs(tt.in); got != tt.want {
