@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+)
+
+// readmeCommands returns the first cell of every row of the README's
+// "## Commands" table: the command lines a user copies from it.
+func readmeCommands(t *testing.T) []string {
+	t.Helper()
+	raw, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(raw), "\n## Commands\n")
+	if !ok {
+		t.Fatal("README.md has no ## Commands section")
+	}
+	section, _, _ := strings.Cut(after, "\n## ")
+	cell := regexp.MustCompile("(?m)^\\| `(toolbridge[^`]*)` \\|")
+	var lines []string
+	for _, m := range cell.FindAllStringSubmatch(section, -1) {
+		lines = append(lines, m[1])
+	}
+	if len(lines) == 0 {
+		t.Fatal("the README's Commands table lists no command")
+	}
+	return lines
+}
+
+// TestReadmeCommandsExist holds the README's command table to the command
+// tree, both ways: every command and flag it shows exists, and every
+// command a user can run is in it. A user reads the table, not the code.
+func TestReadmeCommandsExist(t *testing.T) {
+	a := &app{io: stdio{in: strings.NewReader(""), out: &bytes.Buffer{}, err: &bytes.Buffer{}}}
+	root := a.root()
+	documented := map[string]bool{}
+	for _, line := range readmeCommands(t) {
+		// "toolbridge [serve] [-c FILE]" names serve, the default command.
+		words := strings.Fields(strings.NewReplacer("[", " ", "]", " ").Replace(line))
+		var path []string
+		for _, w := range words[1:] {
+			if w == "" || w[0] == '-' || strings.ToUpper(w) == w {
+				break // a flag or a placeholder (FILE, TOOL…, JSON)
+			}
+			path = append(path, w)
+		}
+		cmd, rest, err := root.Find(path)
+		if err != nil || len(rest) > 0 || cmd == root {
+			t.Errorf("README command %q: no command %q (%v)", line, strings.Join(path, " "), err)
+			continue
+		}
+		documented[cmd.CommandPath()] = true
+		for _, w := range words {
+			flag := strings.TrimRight(w, "…,")
+			switch {
+			case strings.HasPrefix(flag, "--"):
+				if cmd.Flags().Lookup(strings.TrimPrefix(flag, "--")) == nil {
+					t.Errorf("README command %q: %s has no flag %s", line, cmd.CommandPath(), flag)
+				}
+			case strings.HasPrefix(flag, "-") && len(flag) == 2:
+				if cmd.Flags().ShorthandLookup(flag[1:]) == nil {
+					t.Errorf("README command %q: %s has no flag %s", line, cmd.CommandPath(), flag)
+				}
+			}
+		}
+	}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			if !sub.IsAvailableCommand() || sub.Name() == "help" || sub.Name() == "completion" {
+				continue
+			}
+			if sub.HasAvailableSubCommands() {
+				walk(sub)
+				continue
+			}
+			if !documented[sub.CommandPath()] {
+				t.Errorf("%q is a command but the README's Commands table does not show it", sub.CommandPath())
+			}
+		}
+	}
+	walk(root)
+}
