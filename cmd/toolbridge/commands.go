@@ -186,7 +186,7 @@ func (a *app) configCmd() *cobra.Command {
 func (a *app) configCheckCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "check [FILE]",
-		Short: "Print the resolved config (secrets masked), or every error with its file, line and key",
+		Short: "Print the resolved config (secrets masked), or every error with its file and key (and the line of a syntax error)",
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usageErrorf(cmd, "config check takes one FILE, got %q", args)
