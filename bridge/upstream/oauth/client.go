@@ -20,7 +20,9 @@
 // client_secret_post, rejects the metadata of authorization servers whose
 // issuer carries a path unless all issuer checks are turned off, and
 // reports an expired session by failing the request rather than retrying
-// it. Its refresh also cannot see a token another process saved. This
+// it. A refresh it fails is not remembered, so every later request spends
+// the refused refresh token again, and it has no lock between processes
+// sharing a token store. This
 // package therefore runs the flows itself and uses mcp-go for the PKCE and
 // state generators, the Token and AuthServerMetadata types and the redirect
 // URI rule.

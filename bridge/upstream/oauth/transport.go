@@ -19,8 +19,12 @@ import (
 //     refresh, else client credentials) and sends the request once more;
 //     with nothing to renew it calls Config.Authorize or fails with
 //     *NeedsLoginError.
-//   - On a 403 insufficient_scope it authorizes again with the scopes the
-//     server asked for added, at most MaxStepUps times per request.
+//   - On a 403 insufficient_scope it takes a token with more scope that a
+//     login elsewhere stored, else authorizes again (Config.Authorize) with
+//     the scopes the server asked for added, at most MaxStepUps times until
+//     the server accepts a request; without Authorize the scopes are kept
+//     for the next `toolbridge auth login` and the request fails with
+//     *NeedsLoginError.
 //
 // A request whose body cannot be replayed is not retried: its 401 or 403
 // is returned as it is.
