@@ -49,7 +49,7 @@ func oauthClient(cfg *config.Config, name string) (*oauth.Client, error) {
 
 func oneServerArg(cmd *cobra.Command, args []string) error {
 	if len(args) != 1 {
-		return usageErrorf(cmd, "%s takes one SERVER name, got %d arguments", cmd.CommandPath(), len(args))
+		return usageErrorf(cmd, "%s takes one SERVER name, got %d arguments", commandName(cmd), len(args))
 	}
 	return nil
 }

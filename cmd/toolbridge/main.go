@@ -196,6 +196,12 @@ type usageError struct {
 func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
 
+// commandName is cmd as the user typed it after "toolbridge" ("auth
+// login"): usage errors already start with "toolbridge: ".
+func commandName(cmd *cobra.Command) string {
+	return strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
+}
+
 // usageErrorf returns a usageError for cmd.
 func usageErrorf(cmd *cobra.Command, format string, args ...any) error {
 	return usageError{cmd: cmd, err: fmt.Errorf(format, args...)}
@@ -248,7 +254,7 @@ func (a *app) versionCmd() *cobra.Command {
 // noArgs refuses positional arguments as a usage error.
 func noArgs(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
-		return usageErrorf(cmd, "%s takes no arguments, got %q", cmd.CommandPath(), args)
+		return usageErrorf(cmd, "%s takes no arguments, got %q", commandName(cmd), args)
 	}
 	return nil
 }
