@@ -156,7 +156,7 @@ func lookupEnv(environ []string, name string) string {
 func (a *app) authStatusCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status",
-		Short: "Show each remote server's login: authorized, expired or needs login, expiry and scopes",
+		Short: "Show each remote server's login: authorized, expired, needs login or not logged in, expiry and scopes",
 		Args:  noArgs,
 	}
 	f := a.configFlags(cmd, noKeyFlags)
