@@ -52,9 +52,10 @@ func (a *app) bridgedSession(ctx context.Context, f *configFlags, everyTool bool
 	return s, nil
 }
 
-// metaCall calls a meta-tool and prints its text; an isError result is
-// printed too and turns into the command's error.
-func metaCall(ctx context.Context, s *session, io stdio, tool string, args map[string]any) error {
+// metaCall calls a meta-tool for the command name and prints its text,
+// with the advice it gives a model turned into commands a person types; an
+// isError result is printed too and turns into the command's error.
+func metaCall(ctx context.Context, s *session, io stdio, name, tool string, args map[string]any) error {
 	raw, err := json.Marshal(args)
 	if err != nil {
 		return err
@@ -63,12 +64,22 @@ func metaCall(ctx context.Context, s *session, io stdio, tool string, args map[s
 	if err != nil {
 		return fmt.Errorf("calling %s: %w", tool, err)
 	}
-	fmt.Fprintln(io.out, resultText(res))
+	fmt.Fprintln(io.out, forTerminal.Replace(resultText(res)))
 	if res.IsError {
-		return fmt.Errorf("%s failed", tool)
+		return fmt.Errorf("%s failed (see above)", name)
 	}
 	return nil
 }
+
+// forTerminal rewrites the meta-tools' advice to a model (call tool_search
+// with this JSON) into the command a person at a terminal types.
+// TestOneShotAdviceIsForTerminals fails if the gateway's wording moves
+// from under it.
+var forTerminal = strings.NewReplacer(
+	`Find tools with tool_search {"query": "<what you want to do>"}.`, `Find tools with: toolbridge search "<what you want to do>"`,
+	`Or search with tool_search.`, `Or find tools with: toolbridge search "<what you want to do>"`,
+	`Run one with tool_call {"tool_name": "<id>", "tool_args": {...}}.`, `Run one with: toolbridge call <id> '{...}'`,
+)
 
 // searchCmd ranks the deferred tools for a query, as tool_search does.
 func (a *app) searchCmd() *cobra.Command {
@@ -95,7 +106,7 @@ several; with none, it lists the catalog by server.`,
 		if *limit > 0 {
 			params["limit"] = *limit
 		}
-		return metaCall(cmd.Context(), s, a.io, toolid.MetaSearch, params)
+		return metaCall(cmd.Context(), s, a.io, "search", toolid.MetaSearch, params)
 	}
 	return cmd
 }
@@ -127,7 +138,7 @@ server__tool, any case.`,
 			return err
 		}
 		defer s.Close()
-		return metaCall(cmd.Context(), s, a.io, toolid.MetaDescribe, map[string]any{"tool_names": args, "format": *format})
+		return metaCall(cmd.Context(), s, a.io, "describe", toolid.MetaDescribe, map[string]any{"tool_names": args, "format": *format})
 	}
 	return cmd
 }
@@ -171,7 +182,7 @@ the values the request's schema gives as defaults.`,
 		if len(args) == 2 {
 			toolArgs = json.RawMessage(args[1])
 		}
-		return metaCall(cmd.Context(), s, a.io, toolid.MetaCall, map[string]any{"tool_name": args[0], "tool_args": toolArgs})
+		return metaCall(cmd.Context(), s, a.io, "call", toolid.MetaCall, map[string]any{"tool_name": args[0], "tool_args": toolArgs})
 	}
 	return cmd
 }

@@ -308,3 +308,34 @@ func TestNoServerUp(t *testing.T) {
 		}
 	}
 }
+
+// TestOneShotAdviceIsForTerminals: what the meta-tools tell a model to do
+// next (call tool_search with some JSON) reaches a terminal user as the
+// toolbridge command to type.
+func TestOneShotAdviceIsForTerminals(t *testing.T) {
+	cfg := writeTestFile(t, "servers.json", fmt.Sprintf(`{"mcpServers": {"math": {"command": %q, "args": ["math"]}}}`, demoServer(t)))
+	tests := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"call", "convert_unit", "{}"}, 1, `Did you mean: math::convert_units? Or find tools with: toolbridge search "<what you want to do>"`},
+		{[]string{"call", "qqqzzz"}, 1, `Find tools with: toolbridge search "<what you want to do>"`},
+		{[]string{"describe", "qqqzzz"}, 1, `toolbridge search`},
+		{[]string{"search", "convert temperature"}, 0, `Run one with: toolbridge call <id> '{...}'`},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			code, out, errOut := runCmd(t, nil, append(tt.args, "-c", cfg)...)
+			if code != tt.code || !strings.Contains(out, tt.want) {
+				t.Fatalf("exit %d, stdout %q; want exit %d and %q\nstderr:\n%s", code, out, tt.code, tt.want, errOut)
+			}
+			if strings.Contains(out, "tool_search {") || strings.Contains(out, "tool_call {") || strings.Contains(out, "with tool_search") {
+				t.Errorf("stdout gives a model's advice: %q", out)
+			}
+			if tt.code != 0 && !strings.Contains(errOut, tt.args[0]+" failed (see above)") {
+				t.Errorf("stderr %q does not say the %s failed", errOut, tt.args[0])
+			}
+		})
+	}
+}
