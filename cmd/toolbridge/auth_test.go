@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,17 +40,8 @@ func loginHeadless(t *testing.T, environ []string, server string) (int, string, 
 		pw.Close()
 	}()
 	var errOut strings.Builder
-	sc := bufio.NewScanner(pr)
-	followed := false
-	for sc.Scan() {
-		line := sc.Text()
-		errOut.WriteString(line + "\n")
-		if u := strings.TrimSpace(line); !followed && strings.HasPrefix(u, "http") {
-			followed = true
-			if err := oauth.FollowOpener(http.DefaultClient)(t.Context(), u); err != nil {
-				t.Errorf("following the login URL: %v", err)
-			}
-		}
+	if err := oauth.FollowPrinted(t.Context(), pr, &errOut, nil); err != nil {
+		t.Errorf("following the login URL: %v", err)
 	}
 	return <-done, out.String(), errOut.String()
 }

@@ -1,11 +1,13 @@
 package oauth
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 )
 
 // FollowOpener returns an Opener for authorization servers that approve
@@ -49,4 +51,31 @@ func FollowOpener(hc *http.Client) Opener {
 		resp.Body.Close()
 		return nil
 	}
+}
+
+// FollowPrinted plays the browser for `toolbridge auth login
+// --no-browser`: it reads what the command prints (its stderr) to the end,
+// copying each line to echo (if not nil), and follows the first line that
+// is a URL with FollowOpener. onFail, if not nil, is called when following
+// fails, so the caller can stop the command, which would otherwise wait
+// for a redirect that never comes.
+func FollowPrinted(ctx context.Context, printed io.Reader, echo io.Writer, onFail func()) error {
+	var followErr error
+	followed := false
+	sc := bufio.NewScanner(printed)
+	for sc.Scan() {
+		line := sc.Text()
+		if echo != nil {
+			fmt.Fprintln(echo, line)
+		}
+		u := strings.TrimSpace(line)
+		if followed || !(strings.HasPrefix(u, "http://") || strings.HasPrefix(u, "https://")) {
+			continue
+		}
+		followed = true
+		if followErr = FollowOpener(nil)(ctx, u); followErr != nil && onFail != nil {
+			onFail()
+		}
+	}
+	return followErr
 }

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -95,15 +94,8 @@ func authLogin(t *testing.T, cfg string) string {
 		t.Fatal(err)
 	}
 	var printed strings.Builder
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() {
-		line := sc.Text()
-		printed.WriteString(line + "\n")
-		if u := strings.TrimSpace(line); strings.HasPrefix(u, "http://127.0.0.1") {
-			if err := oauth.FollowOpener(nil)(ctx, u); err != nil {
-				t.Errorf("following the login URL: %v", err)
-			}
-		}
+	if err := oauth.FollowPrinted(ctx, stderr, &printed, nil); err != nil {
+		t.Errorf("following the login URL: %v", err)
 	}
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("auth login: %v\n%s%s", err, out.String(), printed.String())

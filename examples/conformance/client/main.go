@@ -23,7 +23,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -31,7 +30,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -357,19 +355,6 @@ func runWithBrowser(ctx context.Context, cmd *exec.Cmd, out io.Writer, stderr io
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("running toolbridge: %w", err)
 	}
-	var followErr error
-	followed := false
-	sc := bufio.NewScanner(pipe)
-	for sc.Scan() {
-		line := sc.Text()
-		fmt.Fprintln(io.MultiWriter(out, stderr), line)
-		if u := strings.TrimSpace(line); !followed && (strings.HasPrefix(u, "http://") || strings.HasPrefix(u, "https://")) {
-			followed = true
-			if followErr = oauth.FollowOpener(http.DefaultClient)(ctx, u); followErr != nil {
-				// toolbridge would wait for a redirect that never comes.
-				_ = cmd.Process.Kill()
-			}
-		}
-	}
+	followErr := oauth.FollowPrinted(ctx, pipe, io.MultiWriter(out, stderr), func() { _ = cmd.Process.Kill() })
 	return errors.Join(cmd.Wait(), followErr)
 }
