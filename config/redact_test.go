@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -246,5 +247,28 @@ func TestServerScrub(t *testing.T) {
 	}
 	if !strings.Contains(got, "mcp.example.com") || !strings.Contains(got, "level 1") {
 		t.Errorf("Scrub removed more than the secrets: %q", got)
+	}
+}
+
+// TestRenderOmitsZeroAuth checks that config check does not show an empty
+// auth block on every server: a stdio server may not have one at all, so
+// "auth: {}" under it reads as a setting that would be an error.
+func TestRenderOmitsZeroAuth(t *testing.T) {
+	c := Default()
+	c.Servers = map[string]Server{
+		"local":  {Command: "echo"},
+		"remote": {URL: "https://mcp.example.com/mcp", Auth: Auth{ClientID: "cid"}},
+	}
+	for _, format := range []string{"yaml", "json"} {
+		out, err := c.Render(format)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(regexp.MustCompile(`(?m)^\s*"?auth"?:`).FindAllString(string(out), -1)); n != 1 {
+			t.Errorf("%s: %d auth blocks, want only remote's:\n%s", format, n, out)
+		}
+		if !strings.Contains(string(out), "cid") {
+			t.Errorf("%s: remote's auth is missing:\n%s", format, out)
+		}
 	}
 }

@@ -67,7 +67,8 @@ func toTree(v reflect.Value) any {
 		for i := range t.NumField() {
 			name, opts, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
 			f := v.Field(i)
-			if name == "-" || (strings.Contains(opts, "omitempty") && f.IsZero()) {
+			omit := strings.Contains(opts, "omitempty") || strings.Contains(opts, "omitzero")
+			if name == "-" || (omit && f.IsZero()) {
 				continue
 			}
 			m.keys = append(m.keys, name)
