@@ -3,6 +3,8 @@ package oauth
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -451,5 +453,41 @@ func TestLoginChecksState(t *testing.T) {
 	err := newClient(t, as, nil, nil).Login(t.Context(), denied)
 	if err == nil || !strings.Contains(err.Error(), "access_denied") {
 		t.Errorf("Login denied = %v, want access_denied", err)
+	}
+}
+
+// TestRedirectPort: a configured port is the redirect URI's; a busy one
+// is a clear error.
+func TestRedirectPort(t *testing.T) {
+	as := protected(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	c := newClient(t, as, nil, func(cfg *Config) { cfg.RedirectPort = port })
+	var redirect string
+	err = c.Login(t.Context(), func(ctx context.Context, authURL string) error {
+		u, _ := url.Parse(authURL)
+		redirect = u.Query().Get("redirect_uri")
+		return FollowOpener(nil)(ctx, authURL)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("http://127.0.0.1:%d/callback", port); redirect != want {
+		t.Errorf("redirect_uri = %q, want %q", redirect, want)
+	}
+
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	c = newClient(t, as, nil, func(cfg *Config) { cfg.RedirectPort = busy.Addr().(*net.TCPAddr).Port })
+	err = c.Login(t.Context(), FollowOpener(nil))
+	if err == nil || !strings.Contains(err.Error(), "listening for the redirect") {
+		t.Errorf("Login on a busy port = %v", err)
 	}
 }
