@@ -53,10 +53,7 @@ func (u *Conn) startChild(cfg config.Server) (*child, error) {
 	}
 	cmd.Dir = cfg.Cwd
 	cmd.Stderr = u.stderr
-	// SIGKILL, not SIGTERM: a server stuck in a handler, or one that
-	// ignores SIGTERM, must not outlive the gateway. A graceful stop is the
-	// gateway's own (stop); this signal is only for the gateway's death.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = childProcAttr()
 	// A grandchild that keeps stderr open must not hold up Wait for long.
 	cmd.WaitDelay = 2 * time.Second
 	// Pipes as files, not cmd.StdoutPipe: Wait would close the read end
