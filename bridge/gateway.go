@@ -6,6 +6,7 @@ package bridge
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -22,7 +23,6 @@ import (
 
 	"github.com/toolbridge/toolbridge/bridge/search"
 	"github.com/toolbridge/toolbridge/bridge/upstream"
-	"github.com/toolbridge/toolbridge/classify"
 	"github.com/toolbridge/toolbridge/config"
 	"github.com/toolbridge/toolbridge/trace"
 )
@@ -85,6 +85,11 @@ type Gateway struct {
 	resPrint    []byte
 	refreshes   coalescer    // one list refresh per server and list at a time, one more pending
 	warnings    *logThrottle // repeated warnings, at most one per key and interval
+
+	// startup holds the first tools/list until the catalog is first
+	// published (see Connect); progress gets the line that says so.
+	startup  startup
+	progress io.Writer
 }
 
 // New builds a gateway for cfg. Call Connect to reach the upstreams.
@@ -115,10 +120,13 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		validators: newValidators(), revealed: newRevealed(), hitSummaries: newHitSummaries(),
 		serverDocs: map[string][sha256.Size]byte{},
 		warnings:   newLogThrottle(warnEvery),
+		progress:   cmp.Or[io.Writer](opts.Progress, io.Discard),
 	}
+	g.startup.done = make(chan struct{})
 	g.live.Store(live)
 	g.transport.Store(config.ServeStdio)
 	hooks := &server.Hooks{}
+	hooks.AddBeforeAny(g.awaitStartup)
 	hooks.AddBeforeCallTool(g.noteRequestID)
 	hooks.AddBeforeCallTool(g.routeDeferred)
 	newRequestSpans(g).install(hooks)
@@ -146,7 +154,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g.srv.EnableSampling()
 	g.relay = upstream.NewRelay(g.srv, g.upstreamChanged)
 	g.pool = upstream.NewPool(cfg, upstream.PoolOptions{
-		Environ: opts.Environ, Progress: opts.Progress, Version: Version, OnReconnect: g.rebuild,
+		Environ: opts.Environ, Progress: opts.Progress, Version: Version, OnReconnect: g.rebuild, OnJoin: g.joined,
 		Logger: transportLogger(logger),
 	}, g.relay)
 	g.life, g.endLife = context.WithCancel(context.Background())
@@ -169,41 +177,6 @@ func (g *Gateway) Pool() *upstream.Pool { return g.pool }
 
 // Catalog returns the current catalog snapshot.
 func (g *Gateway) Catalog() *Catalog { return g.catalog.Load() }
-
-// Connect connects to specs in parallel and publishes what they offer. The
-// error lists servers that failed; the gateway serves the others anyway.
-//
-// Each server's tools are counted and indexed as soon as it is up, while
-// the others are still starting (see prepare): the catalog published once
-// the slowest is up then only has that one's tools left to do.
-func (g *Gateway) Connect(ctx context.Context, specs []upstream.Spec) error {
-	err := g.pool.Connect(ctx, specs, g.prepare)
-	g.rebuild()
-	return err
-}
-
-// prepare does one connected server's share of the next rebuild before
-// the catalog includes it: it counts the server's tools (the counter
-// caches counts by text, so the rebuild's count of them is nearly free)
-// and indexes them (updateIndex skips a server whose documents it holds).
-// A tool that another server's tool of the same name will qualify is
-// counted under its bare name here: only that name's text is counted
-// again. tool_search ignores hits the catalog does not have yet.
-func (g *Gateway) prepare(u *upstream.Conn) {
-	cat := buildCatalog([]*upstream.Conn{u}, metaNames)
-	listed := make([]mcp.Tool, len(cat.Tools))
-	for i, t := range cat.Tools {
-		listed[i] = t.Listed()
-	}
-	var indexed sync.WaitGroup
-	indexed.Go(func() {
-		g.rebuildMu.Lock()
-		defer g.rebuildMu.Unlock()
-		g.indexServer(u.Name(), cat.Tools, nil)
-	})
-	classify.CountAll(g.settings().counter, listed)
-	indexed.Wait()
-}
 
 // Close disconnects every upstream, stops their processes, closes the
 // hooks (flushing the audit log) and flushes telemetry. Calls still

@@ -159,6 +159,20 @@ type Config struct {
 	Serve Serve `koanf:"serve" json:"serve"`
 	// Timeouts for upstream servers; a server may override them.
 	Timeouts Timeouts `koanf:"timeouts" json:"timeouts"`
+	// StartupWait is how long the first tools/list waits for servers that
+	// are still connecting (default 5s; 0 answers at once with what is
+	// up). initialize never waits: it is answered at once. When the wait
+	// ends, tools/list answers with the servers that are up; the others
+	// join the catalog as they come up, and clients get list_changed.
+	//
+	// Why 5s: every server we measured is up well within it when its
+	// command is installed (the 13 reference servers over stdio in about
+	// 150 ms, a warm npx start in one to two seconds), so a normal start
+	// lists everything at once; a hung server, or an npx that is still
+	// downloading its package (tens of seconds), holds the first list back
+	// by 5 s instead of the whole connect timeout (30s), which is longer
+	// than some hosts wait for a list before they give up on the server.
+	StartupWait time.Duration `koanf:"startup_wait" json:"startup_wait"`
 	// Restart is the backoff for upstream servers that die.
 	Restart Restart `koanf:"restart" json:"restart"`
 	// MaxResultBytes bounds one upstream result (default 10 MiB).
@@ -440,6 +454,7 @@ func Default() Config {
 			MaxSessions:        1024,
 		},
 		Timeouts:       Timeouts{Connect: 30 * time.Second, Call: 60 * time.Second},
+		StartupWait:    5 * time.Second,
 		Restart:        Restart{Initial: 500 * time.Millisecond, Max: 30 * time.Second},
 		MaxResultBytes: 10 << 20,
 		Telemetry:      Telemetry{Exporter: ExporterNone},

@@ -70,6 +70,7 @@ func wantFull() Config {
 			MaxSessions:        100,
 		},
 		Timeouts:       Timeouts{Connect: 10 * time.Second, Call: 90 * time.Second},
+		StartupWait:    2 * time.Second,
 		Restart:        Restart{Initial: time.Second, Max: time.Minute},
 		MaxResultBytes: 2 << 20,
 		Telemetry:      Telemetry{Exporter: ExporterOTLP, RecordContent: true},

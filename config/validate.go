@@ -155,6 +155,7 @@ func validate(c *Config, prov provenance) []error {
 	v.search(root.key("search"), c.Search)
 	v.serve(root.key("serve"), c.Serve)
 
+	v.nonNegativeDuration(root.key("startup_wait"), c.StartupWait)
 	t := root.key("timeouts")
 	v.positiveDuration(t.key("connect"), c.Timeouts.Connect)
 	v.positiveDuration(t.key("call"), c.Timeouts.Call)

@@ -1,11 +1,13 @@
 package upstream
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -201,3 +203,29 @@ func (c *child) limitedStdout() io.Reader {
 		return nil, err
 	})
 }
+
+// stillStarting reports a stdio server whose process runs but has not
+// answered initialize: at the connect timeout, it is most likely still
+// starting (a package manager fetching it), not broken.
+func (u *Conn) stillStarting() bool {
+	return u.child != nil && !u.answered.Load() && u.child.ended() == ""
+}
+
+// startingError is a connect timeout that hit a server still starting.
+// It says so, and what to do, instead of a bare "no answer to initialize".
+type startingError struct {
+	after   time.Duration
+	command string
+}
+
+func (e *startingError) Error() string {
+	hint := ""
+	switch name := filepath.Base(e.command); name {
+	case "npx", "pnpx", "bunx", "uvx":
+		hint = " (" + name + " may still be downloading the package)"
+	}
+	return fmt.Sprintf("still starting after %s%s; raise connect_timeout", e.after, hint)
+}
+
+// Unwrap makes the error a context.DeadlineExceeded, as the timeout it is.
+func (e *startingError) Unwrap() error { return context.DeadlineExceeded }

@@ -40,6 +40,8 @@ type Conn struct {
 	child  *child // stdio only: the server's process
 	stderr *tailBuffer
 	nextID atomic.Int64
+	// answered is set once the server has answered initialize.
+	answered atomic.Bool
 	// maxLine bounds one message on a stdio server's stdout or in an HTTP
 	// server's response (the config's max_result_bytes); 0 means
 	// defaultMaxLine.
@@ -170,6 +172,7 @@ func (u *Conn) connect(ctx, life context.Context) error {
 		}
 		return fmt.Errorf("initializing: %w", err)
 	}
+	u.answered.Store(true)
 	u.mu.Lock()
 	u.instructions = res.Instructions
 	u.info = res.ServerInfo

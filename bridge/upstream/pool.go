@@ -53,6 +53,8 @@ type Pool struct {
 	// onReconnect is called after a server reconnected, so the gateway
 	// republishes the catalog.
 	onReconnect func()
+	// onJoin is PoolOptions.OnJoin.
+	onJoin func(*Conn)
 	// version is toolbridge's own, sent to every server in initialize.
 	version string
 	// logger receives the transports' own messages.
@@ -70,9 +72,6 @@ type Pool struct {
 	auth auths
 }
 
-// supervisor is the handle of one server's supervising goroutine.
-type supervisor struct{ stop context.CancelFunc }
-
 // PoolOptions configure a Pool.
 type PoolOptions struct {
 	// Environ is the environment stdio servers inherit (os.Environ() in the
@@ -86,6 +85,9 @@ type PoolOptions struct {
 	// OnReconnect, if not nil, is called after the supervisor reconnected
 	// a server whose connection was lost (or that never came up).
 	OnReconnect func()
+	// OnJoin, if not nil, is called with each server Connect serves, as
+	// it comes up (see Connect).
+	OnJoin func(*Conn)
 	// Logger receives the transports' own log messages; nil discards
 	// them. (What matters to the user, a server failing or lost, comes
 	// through Progress and errors instead.)
@@ -104,7 +106,7 @@ func NewPool(cfg *config.Config, opts PoolOptions, r *Relay) *Pool {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	p := &Pool{
-		environ: opts.Environ, progress: opts.Progress, relay: r, version: opts.Version, onReconnect: opts.OnReconnect, logger: opts.Logger,
+		environ: opts.Environ, progress: opts.Progress, relay: r, version: opts.Version, onReconnect: opts.OnReconnect, onJoin: opts.OnJoin, logger: opts.Logger,
 		life: life, cancel: cancel,
 		specs: map[string]Spec{}, ups: map[string]*Conn{}, statuses: map[string]ServerStatus{},
 		sups: map[string]*supervisor{},
@@ -127,33 +129,35 @@ type dialed struct {
 // connected or failed, and the error lists the ones that failed. Failed
 // servers are retried in the background (see supervise).
 //
-// Each server that comes up is handed to ready, if not nil, as it comes up
-// (one at a time, in the order they come up), before the pool serves it.
-// The gateway uses it to do a server's share of the catalog's work while
-// slower servers are still starting.
+// Each server joins the pool as it comes up, not when the slowest is done:
+// it is handed to ready, if not nil, then served, then handed to
+// PoolOptions.OnJoin, if set (one server at a time, in the order they come
+// up). The gateway does a server's share of the catalog's work in ready
+// while slower servers are still starting, and publishes it on join once
+// start-up no longer waits for the rest.
 func (p *Pool) Connect(ctx context.Context, specs []Spec, ready func(*Conn)) error {
-	outcomes, err := p.dialAll(ctx, specs, ready)
-	p.mu.Lock()
-	var replaced []*Conn
-	for _, o := range outcomes {
-		if old := p.install(o); old != nil {
-			replaced = append(replaced, old)
+	_, err := p.dialAll(ctx, specs, func(o dialed) {
+		if o.u != nil && ready != nil {
+			ready(o.u)
 		}
-	}
-	p.mu.Unlock()
-	for _, u := range replaced {
-		_ = u.Close()
-	}
-	for _, o := range outcomes {
+		p.mu.Lock()
+		old := p.install(o)
+		p.mu.Unlock()
+		if old != nil {
+			_ = old.Close()
+		}
 		p.supervise(o.spec, o.u)
-	}
+		if o.u != nil && p.onJoin != nil {
+			p.onJoin(o.u)
+		}
+	})
 	return err
 }
 
 // dialAll dials specs in parallel and reports each as it comes up or
-// fails, handing each that comes up to ready if it is not nil. The error
-// joins the failures.
-func (p *Pool) dialAll(ctx context.Context, specs []Spec, ready func(*Conn)) ([]dialed, error) {
+// fails, handing each outcome to each, if not nil, as it arrives. It
+// returns the outcomes once all are in; the error joins the failures.
+func (p *Pool) dialAll(ctx context.Context, specs []Spec, each func(dialed)) ([]dialed, error) {
 	results := make(chan dialed, len(specs))
 	for _, spec := range specs {
 		go func() {
@@ -181,9 +185,9 @@ func (p *Pool) dialAll(ctx context.Context, specs []Spec, ready func(*Conn)) ([]
 			for _, why := range o.u.Skipped() {
 				fmt.Fprintf(p.progress, "toolbridge: ! %-20s %s\n", o.spec.Name, why)
 			}
-			if ready != nil {
-				ready(o.u)
-			}
+		}
+		if each != nil {
+			each(o)
 		}
 		outcomes = append(outcomes, o)
 	}
@@ -333,149 +337,16 @@ func (p *Pool) dial(ctx context.Context, spec Spec) (*Conn, time.Duration, error
 	took := time.Since(start)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			err = fmt.Errorf("%w (connect timeout %s)", err, timeout)
+			if u.stillStarting() {
+				err = &startingError{after: timeout, command: spec.Config.Command}
+			} else {
+				err = fmt.Errorf("%w (connect timeout %s)", err, timeout)
+			}
 		}
 		return nil, took, ScrubError(u.abort(err), spec.Config)
 	}
 	u.watch()
 	return u, took, nil
-}
-
-// supervise keeps one server connected until the pool closes or a reload
-// replaces or removes it: when its connection is lost (or it never came
-// up), it reconnects with exponential backoff (restart.initial, doubling up
-// to restart.max). Meanwhile the server's tools stay in the catalog and
-// calls to them get an error naming the server and the next attempt (see
-// Pool.Down). In-process servers cannot be lost and are not supervised.
-func (p *Pool) supervise(spec Spec, u *Conn) {
-	if spec.InProcess != nil {
-		return
-	}
-	// Read at each step rather than once, so that a reload's new backoff
-	// applies without reconnecting anything.
-	initial := func() time.Duration { return max(p.cfg.Load().Restart.Initial, minRestartDelay) }
-	maxDelay := func() time.Duration { return max(p.cfg.Load().Restart.Max, minRestartDelay) }
-	ctx, stop := context.WithCancel(p.life)
-	sup := &supervisor{stop: stop}
-	p.mu.Lock()
-	if prev := p.sups[spec.Name]; prev != nil {
-		prev.stop()
-	}
-	p.sups[spec.Name] = sup
-	p.mu.Unlock()
-	p.supervisors.Go(func() {
-		defer stop()
-		delay := initial()
-		for {
-			if u != nil {
-				select {
-				case <-u.lostCh:
-				case <-ctx.Done():
-					return
-				}
-				u.mu.RLock()
-				why := u.lostWhy
-				u.mu.RUnlock()
-				fmt.Fprintf(p.progress, "toolbridge: ✗ %-20s lost: %s; reconnecting\n", spec.Name, why)
-				p.setDown(sup, spec.Name, "lost: "+why, time.Now().Add(delay))
-				delay = initial()
-				// Handled: the attempts below back off from here, and a
-				// failed one must not count as this loss again.
-				u = nil
-			}
-			// Back off before each attempt: a server that dies at once must
-			// not be restarted in a tight loop.
-			p.setNext(sup, spec.Name, time.Now().Add(delay))
-			select {
-			case <-time.After(delay):
-			case <-ctx.Done():
-				return
-			}
-			next, took, err := p.dial(ctx, spec)
-			if err != nil {
-				if ctx.Err() != nil {
-					return
-				}
-				delay = min(delay*2, maxDelay())
-				if IsNeedsLogin(err) {
-					// No point asking the server again before a login:
-					// wait for one, then try at once.
-					p.setNeedsLogin(sup, spec.Name, err.Error())
-					p.waitForLogin(ctx, spec, err)
-					delay = initial()
-					continue
-				}
-				p.setDown(sup, spec.Name, err.Error(), time.Now().Add(delay))
-				continue
-			}
-			tools, _, _, _ := next.Snapshot()
-			p.mu.Lock()
-			if p.sups[spec.Name] != sup || ctx.Err() != nil {
-				// Replaced or removed by a reload, or the pool is closing,
-				// while this attempt was under way: it is not wanted.
-				p.mu.Unlock()
-				_ = next.Close()
-				return
-			}
-			old := p.ups[spec.Name]
-			p.ups[spec.Name] = next
-			st := p.statuses[spec.Name]
-			st.Connected, st.Tools, st.Took, st.Error, st.NextAttempt, st.NeedsLogin = true, len(tools), took, "", time.Time{}, false
-			st.Restarts++
-			p.statuses[spec.Name] = st
-			p.mu.Unlock()
-			if old != nil {
-				_ = old.Close()
-			}
-			fmt.Fprintf(p.progress, "toolbridge: ✓ %-20s %-15s %4d tools %6d ms (reconnected)\n",
-				spec.Name, spec.Transport(), len(tools), took.Milliseconds())
-			if p.onReconnect != nil {
-				p.onReconnect()
-			}
-			u = next
-		}
-	})
-}
-
-// setDown records that a server is down and when it is tried again, if
-// sup still supervises it.
-func (p *Pool) setDown(sup *supervisor, name, why string, next time.Time) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.sups[name] != sup {
-		return
-	}
-	st := p.statuses[name]
-	st.Connected, st.Error, st.NextAttempt = false, why, next
-	p.statuses[name] = st
-}
-
-// setNeedsLogin records that a server is down until a login, if sup
-// still supervises it.
-func (p *Pool) setNeedsLogin(sup *supervisor, name, why string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.sups[name] != sup {
-		return
-	}
-	st := p.statuses[name]
-	st.Connected, st.Error, st.NextAttempt, st.NeedsLogin = false, why, time.Time{}, true
-	p.statuses[name] = st
-}
-
-// setNext records when a server that is down is tried again, if sup
-// still supervises it.
-func (p *Pool) setNext(sup *supervisor, name string, next time.Time) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.sups[name] != sup {
-		return
-	}
-	st := p.statuses[name]
-	if !st.Connected {
-		st.NextAttempt = next
-		p.statuses[name] = st
-	}
 }
 
 // scrubbedError is an error whose message had the server's secrets masked
@@ -486,6 +357,7 @@ type scrubbedError struct {
 }
 
 func (e *scrubbedError) Error() string { return e.msg }
+
 func (e *scrubbedError) Unwrap() error { return e.err }
 
 // scrubError masks s's secrets (URL tokens, header and env values) in
@@ -501,9 +373,6 @@ func ScrubError(err error, s config.Server) error {
 	}
 	return &scrubbedError{msg: msg, err: err}
 }
-
-// minRestartDelay keeps a zero restart setting from becoming a tight loop.
-const minRestartDelay = 50 * time.Millisecond
 
 // Down reports why a configured server cannot take calls now and when the
 // supervisor tries again; why is "" for a server that is up.

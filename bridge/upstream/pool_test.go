@@ -23,13 +23,24 @@ func toolServer(name string) *server.MCPServer {
 
 // TestConnectHandsEachServerOverAsItComesUp checks the pool's side of
 // preparing servers early: ready sees every server that connects, once,
-// before the pool serves it, and never one that failed.
+// before the pool serves it, OnJoin after, and neither one that failed.
 func TestConnectHandsEachServerOverAsItComesUp(t *testing.T) {
 	cfg := config.Default()
-	p := NewPool(&cfg, PoolOptions{}, NewRelay(nil, nil))
-	t.Cleanup(func() { _ = p.Close() })
 	var mu sync.Mutex
-	var ready []string
+	var ready, joined []string
+	var p *Pool
+	p = NewPool(&cfg, PoolOptions{OnJoin: func(u *Conn) {
+		mu.Lock()
+		defer mu.Unlock()
+		if _, served := p.Get(u.Name()); !served {
+			t.Errorf("%s joined before the pool serves it", u.Name())
+		}
+		if !slices.Contains(ready, u.Name()) {
+			t.Errorf("%s joined before it was handed to ready", u.Name())
+		}
+		joined = append(joined, u.Name())
+	}}, NewRelay(nil, nil))
+	t.Cleanup(func() { _ = p.Close() })
 	specs := []Spec{
 		{Name: "alpha", InProcess: toolServer("alpha")},
 		{Name: "beta", InProcess: toolServer("beta")},
@@ -50,7 +61,8 @@ func TestConnectHandsEachServerOverAsItComesUp(t *testing.T) {
 		t.Error("Connect did not report the broken server")
 	}
 	slices.Sort(ready)
-	if want := []string{"alpha", "beta"}; !slices.Equal(ready, want) {
-		t.Errorf("handed over %v, want %v", ready, want)
+	slices.Sort(joined)
+	if want := []string{"alpha", "beta"}; !slices.Equal(ready, want) || !slices.Equal(joined, want) {
+		t.Errorf("handed over %v, joined %v, want %v for both", ready, joined, want)
 	}
 }

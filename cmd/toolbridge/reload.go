@@ -58,8 +58,10 @@ func newReloader(opts config.LoadOptions, watch bool, out io.Writer) (r *reloade
 // needs no dependency. Reading one small file a second costs nothing.
 const watchInterval = time.Second
 
-// run reloads g on every trigger until ctx ends.
-func (r *reloader) run(ctx context.Context, g *bridge.Gateway) {
+// run reloads g on every trigger until ctx ends. It watches from the
+// start, but a reload waits until ready is closed (the first connect is
+// done: until then the pool does not know every server).
+func (r *reloader) run(ctx context.Context, g *bridge.Gateway, ready <-chan struct{}) {
 	var tick <-chan time.Time
 	var seen []byte
 	if r.interval > 0 && r.file != "" {
@@ -90,6 +92,11 @@ func (r *reloader) run(ctx context.Context, g *bridge.Gateway) {
 			}
 			seen = now
 			fmt.Fprintf(r.out, "toolbridge: %s changed: reloading the config\n", r.file)
+		}
+		select {
+		case <-ready:
+		case <-ctx.Done():
+			return
 		}
 		r.reload(ctx, g)
 	}

@@ -47,10 +47,11 @@ reloads it whenever its file changes.`,
 	return cmd
 }
 
-// serve connects to specs and serves clients until ctx ends or, on stdio,
-// the client closes stdin. Upstreams that fail to start are reported and
-// left out; the gateway serves the rest. r, if not nil, reloads the config
-// meanwhile.
+// serve serves clients until ctx ends or, on stdio, the client closes
+// stdin, and connects to specs meanwhile: a client is answered at once,
+// whatever the upstreams do (see bridge.Gateway.Connect). Upstreams that
+// fail to start are reported and left out; the gateway serves the rest.
+// r, if not nil, reloads the config once the first connect is done.
 func serve(ctx context.Context, cfg *config.Config, specs []upstream.Spec, logger *slog.Logger, io stdio, environ []string, r *reloader) error {
 	// Bind first: a port that is taken should fail before children start.
 	var ln net.Listener
@@ -69,25 +70,31 @@ func serve(ctx context.Context, cfg *config.Config, specs []upstream.Spec, logge
 			logger.Warn("stopping upstreams", "error", err)
 		}
 	}()
-	err = g.Connect(ctx, specs)
-	if ctx.Err() != nil {
-		// SIGINT or SIGTERM while connecting: there is nobody to serve.
-		if ln != nil {
-			_ = ln.Close()
+	// Connecting runs beside serving. It ends before the gateway closes
+	// (defers run last first), so no server joins a closed pool.
+	connectCtx, stopConnecting := context.WithCancel(ctx)
+	connected := make(chan struct{})
+	go func() {
+		defer close(connected)
+		err := g.Connect(connectCtx, specs)
+		switch {
+		case connectCtx.Err() != nil:
+			fmt.Fprintln(io.err, "toolbridge: stopped while connecting")
+		case err != nil:
+			fmt.Fprintln(io.err, "toolbridge: serving without the servers that failed (see above)")
 		}
-		fmt.Fprintln(io.err, "toolbridge: stopped while connecting")
-		return nil
-	}
-	if err != nil {
-		fmt.Fprintf(io.err, "toolbridge: serving without the servers that failed (see above)\n")
-	}
-	cat := g.Catalog()
-	fmt.Fprintf(io.err, "toolbridge: %d servers, %d tools; %s\n", len(cat.Servers), len(cat.Tools), where(cfg, ln))
+	}()
+	defer func() {
+		stopConnecting()
+		<-connected
+	}()
+	fmt.Fprintf(io.err, "toolbridge: %s; connecting %d servers\n", where(cfg, ln), len(specs))
 	if r != nil {
-		// Reloads stop before the gateway closes (defers run last first).
+		// Reloads stop before the gateway closes, and wait for the first
+		// connect.
 		var reloading sync.WaitGroup
 		rctx, stopReloading := context.WithCancel(ctx)
-		reloading.Go(func() { r.run(rctx, g) })
+		reloading.Go(func() { r.run(rctx, g, connected) })
 		defer func() {
 			stopReloading()
 			reloading.Wait()

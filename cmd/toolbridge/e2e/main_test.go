@@ -36,6 +36,16 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "building toolbridge:", err)
 		os.Exit(1)
 	}
+	// Every gateway the tests start inherits this. The tests list tools
+	// expecting every configured server in the list, as before startup_wait
+	// existed: on a loaded machine the 13 reference servers can take longer
+	// than the 5s default, and a list without them would fail the test for
+	// the wrong reason. Tests of startup_wait itself set it in their own
+	// environment, which comes later and wins.
+	if err := os.Setenv("TOOLBRIDGE_STARTUP_WAIT", "10m"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	code := m.Run()
 	demoServer.Remove()
 	conformanceClient.Remove()

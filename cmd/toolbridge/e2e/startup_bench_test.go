@@ -19,6 +19,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/toolbridge/toolbridge/cmd/toolbridge/internal/testenv"
+	"github.com/toolbridge/toolbridge/config"
 )
 
 // startupBaseline is another toolbridge binary for BenchmarkStartup to
@@ -35,8 +36,9 @@ var demoKinds = []string{"notes", "math", "text", "time", "json"}
 
 // startup is what timeToToolsList measured of one start.
 type startup struct {
-	took  time.Duration // process start to the tools/list answer
-	tools int           // tools in that answer
+	took        time.Duration // process start to the tools/list answer
+	initialized time.Duration // process start to the initialize answer
+	tools       int           // tools in that answer
 	// cpu is the CPU time the process had used by then, and childCPU what
 	// its child processes (the upstreams) had used.
 	cpu, childCPU time.Duration
@@ -49,7 +51,7 @@ type startup struct {
 // before it returns.
 func timeToToolsList(tb testing.TB, command string, args ...string) startup {
 	tb.Helper()
-	s, err := measureStartup(command, args...)
+	s, err := measureStartup(nil, command, args...)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -57,8 +59,8 @@ func timeToToolsList(tb testing.TB, command string, args ...string) startup {
 }
 
 // measureStartup is timeToToolsList without the testing.TB, so that
-// several can run at once.
-func measureStartup(command string, args ...string) (startup, error) {
+// several can run at once; env is added to the process's environment.
+func measureStartup(env []string, command string, args ...string) (startup, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var stderr testenv.SyncBuffer
@@ -66,7 +68,7 @@ func measureStartup(command string, args ...string) (startup, error) {
 	tr := transport.NewStdioWithOptions(command, nil, args,
 		transport.WithCommandFunc(func(ctx context.Context, command string, env, args []string) (*exec.Cmd, error) {
 			cmd = exec.Command(command, args...)
-			cmd.Env = os.Environ()
+			cmd.Env = append(os.Environ(), env...)
 			cmd.Stderr = &stderr
 			return cmd, nil
 		}))
@@ -82,12 +84,13 @@ func measureStartup(command string, args ...string) (startup, error) {
 	if _, err := c.Initialize(ctx, init); err != nil {
 		return startup{}, fmt.Errorf("initializing %s %v: %w\nstderr:\n%s", command, args, err, stderr.String())
 	}
+	initialized := time.Since(start)
 	res, err := c.ListTools(ctx, mcp.ListToolsRequest{})
 	took := time.Since(start)
 	if err != nil {
 		return startup{}, fmt.Errorf("tools/list of %s %v: %w", command, args, err)
 	}
-	s := startup{took: took, tools: len(res.Tools), cpu: processCPU(cmd.Process.Pid)}
+	s := startup{took: took, initialized: initialized, tools: len(res.Tools), cpu: processCPU(cmd.Process.Pid)}
 	for _, child := range testenv.DescendantProcesses(cmd.Process.Pid) {
 		s.childCPU += processCPU(child)
 	}
@@ -106,7 +109,7 @@ func parallelStart(tb testing.TB, demo string, n int) time.Duration {
 	for i := range n {
 		wg.Go(func() {
 			var s startup
-			s, errs[i] = measureStartup(demo, demoKinds[i%len(demoKinds)])
+			s, errs[i] = measureStartup(nil, demo, demoKinds[i%len(demoKinds)])
 			took[i] = s.took
 		})
 	}
@@ -219,22 +222,64 @@ func BenchmarkStartup(b *testing.B) {
 			m.cpu, m.childCPU = append(m.cpu, all.cpu), append(m.childCPU, all.childCPU)
 		}
 	}
-	median := func(d []time.Duration) float64 {
-		s := slices.Clone(d)
-		slices.Sort(s)
-		return float64(s[len(s)/2].Microseconds()) / 1000
-	}
-	b.ReportMetric(median(single), "single-max-ms")
-	b.ReportMetric(median(parallel), "parallel-13-ms")
+	b.ReportMetric(medianMS(single), "single-max-ms")
+	b.ReportMetric(medianMS(parallel), "parallel-13-ms")
 	for _, m := range builds {
-		b.ReportMetric(median(m.gw1), m.prefix+"gateway-1-ms")
-		b.ReportMetric(median(m.gw13), m.prefix+"gateway-13-ms")
-		b.ReportMetric(median(m.added), m.prefix+"added-ms")
-		b.ReportMetric(median(m.over), m.prefix+"over-parallel-ms")
+		b.ReportMetric(medianMS(m.gw1), m.prefix+"gateway-1-ms")
+		b.ReportMetric(medianMS(m.gw13), m.prefix+"gateway-13-ms")
+		b.ReportMetric(medianMS(m.added), m.prefix+"added-ms")
+		b.ReportMetric(medianMS(m.over), m.prefix+"over-parallel-ms")
 		// The CPU behind gateway-13: toolbridge's own, and the 13 upstreams'
 		// until the answer. On 2 cores their sum over 2 bounds how fast a
 		// parallel start can be.
-		b.ReportMetric(median(m.cpu), m.prefix+"gateway-13-cpu-ms")
-		b.ReportMetric(median(m.childCPU), m.prefix+"upstreams-13-cpu-ms")
+		b.ReportMetric(medianMS(m.cpu), m.prefix+"gateway-13-cpu-ms")
+		b.ReportMetric(medianMS(m.childCPU), m.prefix+"upstreams-13-cpu-ms")
 	}
+}
+
+// BenchmarkStartWithHungServer measures issue #13's start that never
+// blocks the client: toolbridge serve with the 13 demo upstreams plus one
+// that never answers initialize, startup_wait at its default. It reports
+// the medians from process start to the initialize answer (initialize-ms,
+// which must not wait for any upstream) and to the first tools/list answer
+// (tools-list-ms: about startup_wait, which the hung server holds it back
+// for, instead of the 30 s connect timeout), and the tools in that list
+// (the 13 servers' ones):
+//
+//	go test ./cmd/toolbridge/e2e -run '^$' -bench StartWithHungServer -benchtime 3x
+func BenchmarkStartWithHungServer(b *testing.B) {
+	demo := demoServerBinary(b)
+	base, err := os.ReadFile(startupConfig(b, demo, startupServers))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := filepath.Join(b.TempDir(), "hung.yaml")
+	hung := "  hung:\n    command: sh\n    args: [-c, \"exec sleep 600\"]\n"
+	if err := os.WriteFile(cfg, append(base, hung...), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	// TestMain's long wait would hide the default this measures.
+	env := []string{"TOOLBRIDGE_STARTUP_WAIT=" + config.Default().StartupWait.String()}
+	var initialized, listed []time.Duration
+	tools := 0
+	for b.Loop() {
+		s, err := measureStartup(env, binary, "serve", "--config", cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		initialized, listed, tools = append(initialized, s.initialized), append(listed, s.took), s.tools
+	}
+	if tools == 0 {
+		b.Fatal("the first tools/list had no tools: the 13 servers that are up were left out")
+	}
+	b.ReportMetric(medianMS(initialized), "initialize-ms")
+	b.ReportMetric(medianMS(listed), "tools-list-ms")
+	b.ReportMetric(float64(tools), "tools")
+}
+
+// medianMS is the median of d in milliseconds.
+func medianMS(d []time.Duration) float64 {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return float64(s[len(s)/2].Microseconds()) / 1000
 }

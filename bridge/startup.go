@@ -1,0 +1,157 @@
+package bridge
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/toolbridge/toolbridge/bridge/upstream"
+	"github.com/toolbridge/toolbridge/classify"
+)
+
+// Connect connects to specs in parallel and publishes what they offer. It
+// returns once every server has connected or failed; the error lists the
+// failures, and the gateway serves the others anyway.
+//
+// Start-up never holds a client back: run Connect in a goroutine and serve
+// clients at once. initialize is answered whatever the upstreams do;
+// tools/list waits for servers still connecting at most startup_wait (see
+// awaitStartup), then answers with those that are up. A server that comes
+// up after that joins the catalog, the index and the hint at once, the
+// activation decision is made again, and clients get list_changed.
+//
+// Each server's tools are counted and indexed as soon as it is up, while
+// the others are still starting (see prepare): the catalog published once
+// the slowest is up then only has that one's tools left to do.
+func (g *Gateway) Connect(ctx context.Context, specs []upstream.Spec) error {
+	g.startup.mu.Lock()
+	if g.startup.deadline.IsZero() {
+		g.startup.deadline = time.Now().Add(g.settings().cfg.StartupWait)
+		g.startup.servers = len(specs)
+	}
+	g.startup.mu.Unlock()
+	err := g.pool.Connect(ctx, specs, g.prepare)
+	g.endStartup(ctx.Err() == nil)
+	return err
+}
+
+// startup is where the first publication of the catalog stands: tools/list
+// waits for it, at most until deadline.
+type startup struct {
+	mu sync.Mutex
+	// deadline is when tools/list stops waiting; zero until Connect.
+	deadline time.Time
+	// servers is how many servers the first Connect was given.
+	servers int
+	// ending is set once the first publication has begun: from then on
+	// every server that joins is published at once (see joined).
+	ending bool
+	// done is closed once the first publication is out.
+	done chan struct{}
+}
+
+// joined publishes a server that came up after start-up stopped waiting.
+// Before that, the first publication includes it. The check and the
+// pool's install are ordered: a server installed before ending was set is
+// in that publication, one installed after sees ending and publishes
+// itself.
+func (g *Gateway) joined(*upstream.Conn) {
+	g.startup.mu.Lock()
+	ending := g.startup.ending
+	g.startup.mu.Unlock()
+	if ending {
+		g.rebuild()
+	}
+}
+
+// awaitStartup holds back a request that reads the catalog (tools/list,
+// tools/call, and the prompt, resource and completion requests) while
+// servers are still connecting, until they all are up or failed, or
+// startup_wait has passed since Connect began; then the catalog is
+// published with what is up. It runs as a before-request hook, so the
+// request then sees the new catalog. initialize and ping never wait.
+func (g *Gateway) awaitStartup(ctx context.Context, _ any, method mcp.MCPMethod, _ any) {
+	switch method {
+	case mcp.MethodToolsList, mcp.MethodToolsCall, mcp.MethodPromptsList, mcp.MethodPromptsGet,
+		mcp.MethodResourcesList, mcp.MethodResourcesTemplatesList, mcp.MethodResourcesRead,
+		mcp.MethodResourcesSubscribe, mcp.MethodCompletionComplete:
+	default:
+		return
+	}
+	g.startup.mu.Lock()
+	deadline, ending := g.startup.deadline, g.startup.ending
+	g.startup.mu.Unlock()
+	if deadline.IsZero() {
+		return // not connecting: nothing to wait for
+	}
+	if !ending {
+		wait := time.NewTimer(time.Until(deadline))
+		defer wait.Stop()
+		select {
+		case <-g.startup.done:
+			return
+		case <-ctx.Done():
+			return
+		case <-wait.C:
+		}
+	}
+	g.endStartup(true)
+}
+
+// endStartup publishes the catalog for the first time, once, and says on
+// the progress writer what start-up gave (if report is set: not after a
+// shutdown cut it short). A second caller waits for the first's
+// publication.
+func (g *Gateway) endStartup(report bool) {
+	g.startup.mu.Lock()
+	if g.startup.ending {
+		g.startup.mu.Unlock()
+		<-g.startup.done
+		return
+	}
+	g.startup.ending = true
+	servers := g.startup.servers
+	g.startup.mu.Unlock()
+	g.rebuild()
+	close(g.startup.done)
+	if report {
+		fmt.Fprintln(g.progress, startupSummary(g.Catalog(), servers))
+	}
+}
+
+// startupSummary is the one line that says what start-up gave: how many
+// servers are up, the tools, and whether toolbridge bridges and why.
+func startupSummary(cat *Catalog, servers int) string {
+	mode := "off"
+	if cat.Decision.Bridge {
+		mode = "on"
+	}
+	return fmt.Sprintf("toolbridge: %d of %d servers up, %d tools; bridge mode %s (%s)",
+		len(cat.Servers), servers, len(cat.Tools), mode, cat.Decision.Reason)
+}
+
+// prepare does one connected server's share of the next rebuild before
+// the catalog includes it: it counts the server's tools (the counter
+// caches counts by text, so the rebuild's count of them is nearly free)
+// and indexes them (updateIndex skips a server whose documents it holds).
+// A tool that another server's tool of the same name will qualify is
+// counted under its bare name here: only that name's text is counted
+// again. tool_search ignores hits the catalog does not have yet.
+func (g *Gateway) prepare(u *upstream.Conn) {
+	cat := buildCatalog([]*upstream.Conn{u}, metaNames)
+	listed := make([]mcp.Tool, len(cat.Tools))
+	for i, t := range cat.Tools {
+		listed[i] = t.Listed()
+	}
+	var indexed sync.WaitGroup
+	indexed.Go(func() {
+		g.rebuildMu.Lock()
+		defer g.rebuildMu.Unlock()
+		g.indexServer(u.Name(), cat.Tools, nil)
+	})
+	classify.CountAll(g.settings().counter, listed)
+	indexed.Wait()
+}
