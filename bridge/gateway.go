@@ -6,7 +6,6 @@ package bridge
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -33,6 +32,10 @@ type Options struct {
 	Environ []string
 	// Progress receives connection progress lines (stderr in the CLI).
 	Progress io.Writer
+	// StartSummary adds, on Progress, the one line that says what the
+	// start gave: servers up, tools, and the mode with its reason. serve
+	// wants it; the one-shot commands print their own results instead.
+	StartSummary bool
 	// Logger receives operational messages; nil discards them.
 	Logger *slog.Logger
 	// Telemetry overrides the one cfg.Telemetry would set up (tests pass
@@ -87,9 +90,10 @@ type Gateway struct {
 	warnings    *logThrottle // repeated warnings, at most one per key and interval
 
 	// startup holds the first tools/list until the catalog is first
-	// published (see Connect); progress gets the line that says so.
-	startup  startup
-	progress io.Writer
+	// published (see Connect); summary, if set, gets the line that says
+	// what the start gave.
+	startup startup
+	summary io.Writer
 }
 
 // New builds a gateway for cfg. Call Connect to reach the upstreams.
@@ -120,7 +124,10 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		validators: newValidators(), revealed: newRevealed(), hitSummaries: newHitSummaries(),
 		serverDocs: map[string][sha256.Size]byte{},
 		warnings:   newLogThrottle(warnEvery),
-		progress:   cmp.Or[io.Writer](opts.Progress, io.Discard),
+		summary:    io.Discard,
+	}
+	if opts.StartSummary && opts.Progress != nil {
+		g.summary = opts.Progress
 	}
 	g.startup.done = make(chan struct{})
 	g.live.Store(live)

@@ -101,9 +101,9 @@ func (g *Gateway) awaitStartup(ctx context.Context, _ any, method mcp.MCPMethod,
 	g.endStartup(true)
 }
 
-// endStartup publishes the catalog for the first time, once, and says on
-// the progress writer what start-up gave (if report is set: not after a
-// shutdown cut it short). A second caller waits for the first's
+// endStartup publishes the catalog for the first time, once, and says
+// what start-up gave (see Options.StartSummary; if report is set: not
+// after a shutdown cut it short). A second caller waits for the first's
 // publication.
 func (g *Gateway) endStartup(report bool) {
 	g.startup.mu.Lock()
@@ -118,7 +118,7 @@ func (g *Gateway) endStartup(report bool) {
 	g.rebuild()
 	close(g.startup.done)
 	if report {
-		fmt.Fprintln(g.progress, startupSummary(g.Catalog(), servers))
+		fmt.Fprintln(g.summary, startupSummary(g.Catalog(), servers))
 	}
 }
 

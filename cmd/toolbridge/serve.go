@@ -61,7 +61,7 @@ func serve(ctx context.Context, cfg *config.Config, specs []upstream.Spec, logge
 			return fmt.Errorf("listening on %s: %w", cfg.Serve.Listen, err)
 		}
 	}
-	g, err := bridge.New(cfg, bridge.Options{Environ: environ, Progress: io.err, Logger: logger})
+	g, err := bridge.New(cfg, bridge.Options{Environ: environ, Progress: io.err, StartSummary: true, Logger: logger})
 	if err != nil {
 		return err
 	}
