@@ -243,6 +243,13 @@ const sessions = {
       const sc = await search("zzqqxxjjvv");
       assert(sc.tools.length === 0 && sc.catalog?.length > 0, clip(sc));
     }],
+    // The fallback answer has the most members (tools, partial and the
+    // catalog at once): the SDK holds it to tool_search's outputSchema.
+    ["search: a misspelling falls back to partial matches", async () => {
+      const sc = await search("convrt");
+      assert(sc.partial === true && sc.tools.length > 0 && sc.catalog?.length > 0, clip(sc));
+      return sc.tools.map((t) => t.id).join(", ");
+    }],
     ["describe: a batch", () => describeBatch(["math::convert_units", "notes::list_tags", "json::json_validate"])],
     ["describe: openai format", async () => {
       const sc = (await describe({ tool_name: "math::convert_units", format: "openai" })).structuredContent;
