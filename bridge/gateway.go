@@ -231,7 +231,10 @@ func (g *Gateway) upstreamChanged(u *upstream.Conn, method string) {
 		for _, why := range u.Skipped() {
 			g.warnings.warn(g.logger, u.Name()+" "+why, "refreshing after list change", "server", u.Name(), "warning", why)
 		}
-		g.rebuild()
+		// Republishing is coalesced too: refreshes of many lists and
+		// servers that end together make one rebuild, and so at most one
+		// list_changed per kind to the clients.
+		g.refreshes.do("rebuild", g.rebuild)
 	})
 }
 
