@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -18,7 +19,7 @@ const MetaDeferrable = "io.toolbridge/deferrable"
 
 // Verdict is one tool's classification.
 type Verdict struct {
-	// Class is core, deferrable or unknown.
+	// Class is core, deferrable, unknown or disabled.
 	Class config.Class `json:"class"`
 	// Reason names the rule that decided, for `toolbridge tools` and logs.
 	Reason string `json:"reason"`
@@ -33,7 +34,13 @@ type Classifier struct {
 	rules    []toolRule
 	core     map[string]string // lower-cased name -> "core_tools" or "never_defer"
 	servers  map[string]config.Defer
+	lists    map[string]serverLists
 	prefixes []string
+}
+
+// serverLists are a server's allow_tools and deny_tools globs.
+type serverLists struct {
+	allow, deny []string
 }
 
 type toolRule struct {
@@ -54,6 +61,7 @@ func New(cfg *config.Config) (*Classifier, error) {
 	c := &Classifier{
 		core:     make(map[string]string, len(cfg.CoreTools)+len(cfg.NeverDefer)),
 		servers:  make(map[string]config.Defer, len(cfg.Servers)),
+		lists:    map[string]serverLists{},
 		prefixes: append([]string(nil), cfg.DeferrablePrefixes...),
 	}
 	var errs []error
@@ -73,6 +81,14 @@ func New(cfg *config.Config) (*Classifier, error) {
 		c.core[strings.ToLower(name)] = "never_defer"
 	}
 	for name, s := range cfg.Servers {
+		if len(s.AllowTools) > 0 || len(s.DenyTools) > 0 {
+			for _, g := range append(slices.Clip(s.AllowTools), s.DenyTools...) {
+				if _, err := path.Match(g, ""); err != nil {
+					errs = append(errs, fmt.Errorf("checking server %q tool glob %q: %w", name, g, err))
+				}
+			}
+			c.lists[name] = serverLists{allow: s.AllowTools, deny: s.DenyTools}
+		}
 		switch s.Defer {
 		case "", config.DeferAuto, config.DeferAlways, config.DeferNever, config.DeferUnmarked:
 			c.servers[name] = s.Defer
@@ -97,16 +113,18 @@ func checkRule(r config.ToolRule) error {
 		return fmt.Errorf("bad glob: %w", err)
 	}
 	switch r.Class {
-	case config.ClassCore, config.ClassDeferrable, config.ClassUnknown:
+	case config.ClassCore, config.ClassDeferrable, config.ClassUnknown, config.ClassDisabled:
 		return nil
 	}
-	return fmt.Errorf("unknown class (want %s, %s or %s)", config.ClassCore, config.ClassDeferrable, config.ClassUnknown)
+	return fmt.Errorf("unknown class (want %s, %s, %s or %s)", config.ClassCore, config.ClassDeferrable, config.ClassUnknown, config.ClassDisabled)
 }
 
 // Classify returns the class of one tool of server. The first rule that
 // matches decides:
 //
-//  1. a config tool rule whose glob (path.Match syntax, case-sensitive; "*"
+//  0. the server's deny_tools (a glob matches the tool's name: disabled) and
+//     allow_tools (when given, a name no glob matches: disabled);
+//  1. a config tool rule (class disabled included) whose glob (path.Match syntax, case-sensitive; "*"
 //     does not cross "/") matches the canonical id "server::tool". A rule
 //     that makes a tool of a `defer: always` server deferrable keeps Always;
 //  2. the core set (core_tools, plus never_defer): the tool's bare name,
@@ -176,6 +194,16 @@ func (c *Classifier) ClassifyAll(tools []Tool) []Verdict {
 // classify is Classify; withCoreSet false skips the core set (rule 2), and
 // byCoreSet reports a verdict given by a core_tools name (not never_defer).
 func (c *Classifier) classify(server string, tool mcp.Tool, withCoreSet bool) (v Verdict, byCoreSet bool) {
+	if l, ok := c.lists[server]; ok {
+		for _, g := range l.deny {
+			if ok, _ := path.Match(g, tool.Name); ok {
+				return Verdict{Class: config.ClassDisabled, Reason: fmt.Sprintf("server %q deny_tools %q", server, g)}, false
+			}
+		}
+		if len(l.allow) > 0 && !slices.ContainsFunc(l.allow, func(g string) bool { ok, _ := path.Match(g, tool.Name); return ok }) {
+			return Verdict{Class: config.ClassDisabled, Reason: fmt.Sprintf("server %q allow_tools does not list it", server)}, false
+		}
+	}
 	if len(c.rules) > 0 {
 		id := toolid.Join(server, tool.Name)
 		for _, r := range c.rules {

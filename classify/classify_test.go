@@ -36,7 +36,66 @@ func TestClassify(t *testing.T) {
 		reason string
 		always bool
 	}{
+		// 0. A server's deny_tools and allow_tools disable tools first.
+		{
+			name: "deny_tools beats everything",
+			edit: func(c *config.Config) {
+				c.Servers = map[string]config.Server{"gh": {DenyTools: []string{"delete_*"}}}
+				c.Tools = []config.ToolRule{{Match: "gh::*", Class: config.ClassCore}}
+			},
+			server: "gh", tool: tool("delete_repo"),
+			class: config.ClassDisabled, reason: `server "gh" deny_tools "delete_*"`,
+		},
+		{
+			name: "deny_tools matches the bare name only",
+			edit: func(c *config.Config) {
+				c.Servers = map[string]config.Server{"gh": {DenyTools: []string{"gh::*"}}}
+			},
+			server: "gh", tool: tool("delete_repo"),
+			class: config.ClassDeferrable, reason: `server "gh" defer: auto (MCP-origin marker)`,
+		},
+		{
+			name: "allow_tools leaves out the rest",
+			edit: func(c *config.Config) {
+				c.Servers = map[string]config.Server{"gh": {AllowTools: []string{"get_*", "search_*"}}}
+			},
+			server: "gh", tool: tool("create_issue"),
+			class: config.ClassDisabled, reason: `server "gh" allow_tools does not list it`,
+		},
+		{
+			name: "allow_tools keeps what it lists",
+			edit: func(c *config.Config) {
+				c.Servers = map[string]config.Server{"gh": {AllowTools: []string{"get_*", "search_*"}}}
+			},
+			server: "gh", tool: tool("search_code"),
+			class: config.ClassDeferrable, reason: `server "gh" defer: auto (MCP-origin marker)`,
+		},
+		{
+			name: "deny beats allow",
+			edit: func(c *config.Config) {
+				c.Servers = map[string]config.Server{"gh": {AllowTools: []string{"*"}, DenyTools: []string{"get_secret"}}}
+			},
+			server: "gh", tool: tool("get_secret"),
+			class: config.ClassDisabled, reason: `server "gh" deny_tools "get_secret"`,
+		},
+		{
+			name: "lists apply to their server only",
+			edit: func(c *config.Config) {
+				c.Servers = map[string]config.Server{"gh": {AllowTools: []string{"get_*"}}, "auto": {}}
+			},
+			server: "auto", tool: tool("create_issue"),
+			class: config.ClassDeferrable, reason: `server "auto" defer: auto (MCP-origin marker)`,
+		},
+
 		// 1. Config tool rules come first, first match wins.
+		{
+			name: "tool rule disables",
+			edit: func(c *config.Config) {
+				c.Tools = []config.ToolRule{{Match: "auto::delete_*", Class: config.ClassDisabled}, {Match: "auto::*", Class: config.ClassCore}}
+			},
+			server: "auto", tool: tool("delete_file"),
+			class: config.ClassDisabled, reason: `tool rule 1 "auto::delete_*"`,
+		},
 		{
 			name: "tool rule beats core set",
 			edit: func(c *config.Config) {
@@ -398,6 +457,11 @@ func TestNewBrokenConfig(t *testing.T) {
 			name:  "empty class",
 			edit:  func(c *config.Config) { c.Tools = []config.ToolRule{{Match: "a::*"}} },
 			wants: []string{"tool rule 1", "unknown class"},
+		},
+		{
+			name:  "bad deny_tools glob",
+			edit:  func(c *config.Config) { c.Servers = map[string]config.Server{"gh": {DenyTools: []string{"[x"}}} },
+			wants: []string{`server "gh"`, `"[x"`, "syntax error in pattern"},
 		},
 		{
 			name:  "unknown server defer",

@@ -51,6 +51,10 @@ const (
 	ClassDeferrable Class = "deferrable"
 	// ClassUnknown tools matched no rule; they stay visible.
 	ClassUnknown Class = "unknown"
+	// ClassDisabled tools are removed: not listed, not searchable, and a
+	// call gets an error naming the rule. A tools rule or a server's
+	// allow_tools / deny_tools gives it.
+	ClassDisabled Class = "disabled"
 )
 
 // TrustMode says what toolbridge does with pinned tool definitions.
@@ -77,6 +81,18 @@ const (
 	// NewServersQuarantine holds a new server's tools until they are
 	// approved with "toolbridge trust approve --server NAME".
 	NewServersQuarantine = "quarantine"
+)
+
+// Policies for destructive tools (see Policy.Destructive).
+const (
+	// DestructiveAllow runs destructive tools like any other.
+	DestructiveAllow = "allow"
+	// DestructiveConfirm asks the user through MCP elicitation before each
+	// call of a destructive tool, and denies the call when the client
+	// cannot ask.
+	DestructiveConfirm = "confirm"
+	// DestructiveDeny refuses every call of a destructive tool.
+	DestructiveDeny = "deny"
 )
 
 // Upstream transports.
@@ -147,8 +163,16 @@ type Config struct {
 	// DeferrablePrefixes mark a tool deferrable by its name (default ["mcp_"]).
 	DeferrablePrefixes []string `koanf:"deferrable_prefixes" json:"deferrable_prefixes"`
 	// Tools are per-tool rules; the first whose glob matches a tool's
-	// canonical id "server::tool" decides its class, before any other rule.
+	// canonical id "server::tool" decides its class, before any other rule
+	// but the server's allow_tools and deny_tools. Class disabled removes
+	// the tool altogether.
 	Tools []ToolRule `koanf:"tools" json:"tools"`
+
+	// Trust says how far upstream tool definitions are trusted: pinning,
+	// quarantine of changed or new tools, suspicious descriptions.
+	Trust Trust `koanf:"trust" json:"trust"`
+	// Policy decides over calls by what the tools say they do.
+	Policy Policy `koanf:"policy" json:"policy"`
 
 	// Disclosure is bridge (default) or activate; see DisclosureBridge.
 	Disclosure string `koanf:"disclosure" json:"disclosure"`
@@ -232,6 +256,13 @@ type Server struct {
 	// (default: the server's own instructions or name).
 	Description string `koanf:"description" json:"description,omitempty"`
 
+	// AllowTools, when not empty, keeps only the server's tools whose name
+	// (without the server) matches one of these globs; DenyTools removes
+	// the tools whose name matches one of its globs, and wins over
+	// AllowTools. Removed tools get class disabled.
+	AllowTools []string `koanf:"allow_tools" json:"allow_tools,omitempty"`
+	DenyTools  []string `koanf:"deny_tools" json:"deny_tools,omitempty"`
+
 	// ConnectTimeout and CallTimeout override Timeouts for this server.
 	ConnectTimeout time.Duration `koanf:"connect_timeout" json:"connect_timeout,omitempty"`
 	CallTimeout    time.Duration `koanf:"call_timeout" json:"call_timeout,omitempty"`
@@ -300,7 +331,7 @@ func (s Server) AuthType() string {
 type ToolRule struct {
 	// Match is a glob on "server::tool" (* and ? wildcards, [..] classes).
 	Match string `koanf:"match" json:"match"`
-	// Class is core, deferrable or unknown.
+	// Class is core, deferrable, unknown or disabled.
 	Class Class `koanf:"class" json:"class"`
 }
 
@@ -321,6 +352,15 @@ type Trust struct {
 	// they are approved. Off by default: such tools are flagged in
 	// "toolbridge tools" and "toolbridge trust list" only.
 	BlockSuspicious bool `koanf:"block_suspicious" json:"block_suspicious"`
+}
+
+// Policy decides over tool calls by the tools' annotations.
+type Policy struct {
+	// Destructive is allow (default), confirm or deny for tools that may
+	// make destructive changes: those not marked readOnlyHint and not
+	// marked destructiveHint false (the MCP default counts a tool without
+	// annotations as destructive).
+	Destructive string `koanf:"destructive" json:"destructive"`
 }
 
 // Search tunes tool_search.
@@ -443,6 +483,8 @@ func Default() Config {
 		DeferrablePrefixes: []string{"mcp_"},
 		Disclosure:         DisclosureBridge,
 		Search:             Search{DefaultLimit: 5, MaxLimit: 20, HintTokens: 1000, RevealLimit: 64},
+		Trust:              Trust{Mode: TrustPin, NewServers: NewServersTrust},
+		Policy:             Policy{Destructive: DestructiveAllow},
 		Serve: Serve{
 			Transport:     ServeStdio,
 			Listen:        "127.0.0.1:8080",

@@ -26,6 +26,7 @@ var (
 	modeType     = reflect.TypeFor[Mode]()
 	serverType   = reflect.TypeFor[Server]()
 	configType   = reflect.TypeFor[Config]()
+	trustType    = reflect.TypeFor[Trust]()
 )
 
 // ignoredKeys are keys that other MCP clients write into the files
@@ -110,6 +111,19 @@ func (d *decoder) value(p keyPath, raw any, dst reflect.Value) {
 			dst.SetString(s)
 		}
 		return
+	case trustType:
+		// "trust: warn" is short for "trust: {mode: warn}"; YAML 1.1
+		// readers turn "off" into false, so booleans mean pin and off.
+		switch v := raw.(type) {
+		case string:
+			if s, ok := d.expand(p, v); ok {
+				dst.FieldByName("Mode").SetString(s)
+			}
+			return
+		case bool:
+			dst.FieldByName("Mode").SetString(string(map[bool]TrustMode{true: TrustPin, false: TrustOff}[v]))
+			return
+		}
 	}
 	switch dst.Kind() {
 	case reflect.Struct:

@@ -134,6 +134,9 @@ func loadEnv(environ []string, root reflect.Value, prov provenance) []error {
 func suggestEnv(suffix string, candidates []string) string {
 	best := ""
 	up := strings.ToUpper(suffix)
+	if slices.Contains(candidates, up) {
+		return up // only the case was wrong
+	}
 	for _, c := range candidates {
 		if up != "" && strings.HasSuffix(c, "_"+up) && (best == "" || len(c) < len(best)) {
 			best = c

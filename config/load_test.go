@@ -31,6 +31,8 @@ func wantFull() Config {
 				Cwd:            "/srv/github",
 				Defer:          DeferAlways,
 				Description:    "GitHub issues and pull requests",
+				AllowTools:     []string{"search_*", "get_*", "create_issue"},
+				DenyTools:      []string{"delete_*"},
 				ConnectTimeout: 45 * time.Second,
 				CallTimeout:    2 * time.Minute,
 			},
@@ -53,7 +55,10 @@ func wantFull() Config {
 		Tools: []ToolRule{
 			{Match: "github::*", Class: ClassDeferrable},
 			{Match: "search::quick_?", Class: ClassCore},
+			{Match: "github::delete_*", Class: ClassDisabled},
 		},
+		Trust:      Trust{Mode: TrustWarn, NewServers: NewServersQuarantine, BlockSuspicious: true},
+		Policy:     Policy{Destructive: DestructiveConfirm},
 		Disclosure: DisclosureActivate,
 		Search:     Search{DefaultLimit: 7, MaxLimit: 30, HintTokens: 800, RevealLimit: 32},
 		Serve: Serve{
@@ -467,7 +472,10 @@ func TestBrokenFiles(t *testing.T) {
 		{"enums.yaml", nil, []string{
 			`: mode: invalid value "maybe": want on, auto or off`,
 			`: tokenizer: invalid value "cl100k_base": want o200k_base or estimate (did you mean o200k_base?)`,
-			`: tools[0].class: invalid value "hidden": want core, deferrable or unknown`,
+			`: tools[0].class: invalid value "hidden": want core, deferrable, unknown or disabled`,
+			`: trust.mode: invalid value "strict": want pin, warn or off`,
+			`: trust.new_servers: invalid value "hold": want trust or quarantine`,
+			`: policy.destructive: invalid value "ask": want allow, confirm or deny`,
 			`: disclosure: invalid value "reveal": want bridge or activate`,
 			`: serve.transport: invalid value "grpc": want stdio or http`,
 			`: telemetry.exporter: invalid value "jaeger": want none, otlp or stdout`,
@@ -478,6 +486,9 @@ func TestBrokenFiles(t *testing.T) {
 		{"globs.yaml", nil, []string{
 			`: tools[0].match: invalid glob "github::[a-": syntax error in pattern (use * and ? wildcards and [...] classes; escape with \)`,
 			`: hooks[0].match: invalid glob "[": syntax error in pattern (use * and ? wildcards and [...] classes; escape with \)`,
+			`: mcpServers.gh.allow_tools[0]: must not be empty: want a glob on the tool name such as "delete_*"`,
+			`: mcpServers.gh.allow_tools[1]: invalid glob "github::x": give the tool name without the server (the list belongs to one server)`,
+			`: mcpServers.gh.deny_tools[0]: invalid glob "[z-": syntax error in pattern (use * and ? wildcards and [...] classes; escape with \)`,
 		}},
 		{"names.json", nil, []string{
 			`: mcpServers.a123456789012345678901234567890123456789012345678901234567890abcd: invalid server name: use 1 to 64 letters, digits, "_" or "-" (it becomes part of tool names)`,
@@ -546,7 +557,7 @@ func TestMoreBrokenInput(t *testing.T) {
 		{"null in list", "c.json", `{"core_tools": ["bash", null]}`, []string{`: core_tools[1]: expected a string, got null`}},
 		{"tool rule without match", "c.yaml", "tools: [{class: core}]\n", []string{`: tools[0].match: missing: want a glob on "server::tool" such as "github::*"`}},
 		{"long value cut", "c.yaml", "tokenizer: " + strings.Repeat("x", 100) + "\n", []string{`: tokenizer: invalid value "` + strings.Repeat("x", 60) + `"...: want o200k_base or estimate`}},
-		{"tool rule without class", "c.yaml", "tools: [{match: \"a::*\"}]\n", []string{`: tools[0].class: missing: want core, deferrable or unknown`}},
+		{"tool rule without class", "c.yaml", "tools: [{match: \"a::*\"}]\n", []string{`: tools[0].class: missing: want core, deferrable, unknown or disabled`}},
 		{"hook without command", "c.yaml", "hooks: [{match: \"*\"}]\n", []string{`: hooks[0].command: missing: a hook needs a command to run`}},
 		{"empty prefix", "c.yaml", "deferrable_prefixes: [\"\"]\n", []string{`: deferrable_prefixes[0]: must not be empty`}},
 		{"limits", "c.yaml", "search: {default_limit: 50, max_limit: 10}\n", []string{`: search.default_limit: must not exceed search.max_limit (10), got 50`}},

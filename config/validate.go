@@ -62,6 +62,11 @@ func normalize(c *Config) {
 		lower(&cl)
 		c.Tools[i].Class = Class(cl)
 	}
+	tm := string(c.Trust.Mode)
+	lower(&tm)
+	c.Trust.Mode = TrustMode(tm)
+	lower(&c.Trust.NewServers)
+	lower(&c.Policy.Destructive)
 	for i := range c.Hooks {
 		h := &c.Hooks[i]
 		if h.Match == "" {
@@ -145,11 +150,15 @@ func validate(c *Config, prov provenance) []error {
 		p := root.key("tools").at(i)
 		v.glob(p.key("match"), r.Match)
 		if r.Class == "" {
-			v.fail(p.key("class"), "missing: want core, deferrable or unknown")
+			v.fail(p.key("class"), "missing: want core, deferrable, unknown or disabled")
 		} else {
-			v.oneOf(p.key("class"), string(r.Class), string(ClassCore), string(ClassDeferrable), string(ClassUnknown))
+			v.oneOf(p.key("class"), string(r.Class), string(ClassCore), string(ClassDeferrable), string(ClassUnknown), string(ClassDisabled))
 		}
 	}
+	tr := root.key("trust")
+	v.oneOf(tr.key("mode"), string(c.Trust.Mode), string(TrustPin), string(TrustWarn), string(TrustOff))
+	v.oneOf(tr.key("new_servers"), c.Trust.NewServers, NewServersTrust, NewServersQuarantine)
+	v.oneOf(root.key("policy").key("destructive"), c.Policy.Destructive, DestructiveAllow, DestructiveConfirm, DestructiveDeny)
 
 	v.oneOf(root.key("disclosure"), c.Disclosure, DisclosureBridge, DisclosureActivate)
 	v.search(root.key("search"), c.Search)
@@ -206,6 +215,23 @@ func (v *validator) glob(p keyPath, pattern string) {
 	}
 	if _, err := path.Match(pattern, ""); err != nil {
 		v.fail(p, "invalid glob %s: %v (use * and ? wildcards and [...] classes; escape with \\)", quoteShort(pattern), err)
+	}
+}
+
+// toolGlobs checks a server's allow_tools or deny_tools: globs on the
+// tool's name on that server, without the server.
+func (v *validator) toolGlobs(p keyPath, globs []string) {
+	for i, g := range globs {
+		switch {
+		case strings.TrimSpace(g) == "":
+			v.fail(p.at(i), `must not be empty: want a glob on the tool name such as "delete_*"`)
+		case strings.Contains(g, "::"):
+			v.fail(p.at(i), "invalid glob %s: give the tool name without the server (the list belongs to one server)", quoteShort(g))
+		default:
+			if _, err := path.Match(g, ""); err != nil {
+				v.fail(p.at(i), "invalid glob %s: %v (use * and ? wildcards and [...] classes; escape with \\)", quoteShort(g), err)
+			}
+		}
 	}
 }
 
@@ -340,6 +366,8 @@ func (v *validator) server(p keyPath, name string, s Server) {
 			v.auth(p.key("auth"), s.Auth)
 		}
 	}
+	v.toolGlobs(p.key("allow_tools"), s.AllowTools)
+	v.toolGlobs(p.key("deny_tools"), s.DenyTools)
 	v.nonNegativeDuration(p.key("connect_timeout"), s.ConnectTimeout)
 	v.nonNegativeDuration(p.key("call_timeout"), s.CallTimeout)
 }
