@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/toolbridge/toolbridge/config"
@@ -18,12 +19,34 @@ const pinsDir = "pins"
 
 // Store keeps the pins in a state directory. Every write is atomic; a
 // corrupt pin file is a *statefile.CorruptError and is never overwritten.
+// A Store is safe for concurrent use within one process.
 type Store struct {
 	dir statefile.Dir
+	// mem holds the pins instead of dir when there is no state directory.
+	mem map[string]ServerPins
+	mu  sync.Mutex // serialises read-modify-write within this process
 }
 
 // NewStore returns the pin store in dir.
 func NewStore(dir statefile.Dir) *Store { return &Store{dir: dir} }
+
+// NewMemoryStore returns a store that keeps pins in memory only, for a
+// process without a state directory: changes within one run are still
+// caught, but every run starts on first use.
+func NewMemoryStore() *Store { return &Store{mem: map[string]ServerPins{}} }
+
+// Persistent reports whether the pins outlive the process.
+func (s *Store) Persistent() bool { return s.mem == nil }
+
+// Dir is where the pins are kept: the state directory's pins
+// subdirectory, or "" for a memory store.
+func (s *Store) Dir() string {
+	if s.mem != nil {
+		return ""
+	}
+	p, _ := s.dir.Path(pinsDir)
+	return p
+}
 
 func fileName(server string) (string, error) {
 	if server == "" || strings.ContainsAny(server, "/\\.\x00") {
@@ -34,9 +57,23 @@ func fileName(server string) (string, error) {
 
 // Load returns the server's pins, or nil when it has none yet.
 func (s *Store) Load(server string) (*ServerPins, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.load(server)
+}
+
+func (s *Store) load(server string) (*ServerPins, error) {
 	name, err := fileName(server)
 	if err != nil {
 		return nil, err
+	}
+	if s.mem != nil {
+		p, ok := s.mem[server]
+		if !ok {
+			return nil, nil
+		}
+		p.Tools = maps.Clone(p.Tools)
+		return &p, nil
 	}
 	var p ServerPins
 	found, err := s.dir.ReadJSON(name, &p)
@@ -65,7 +102,9 @@ func (s *Store) update(server string, fn func(*ServerPins) error) error {
 	if err != nil {
 		return err
 	}
-	p, err := s.Load(server)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, err := s.load(server)
 	if err != nil {
 		return err
 	}
@@ -74,6 +113,15 @@ func (s *Store) update(server string, fn func(*ServerPins) error) error {
 	}
 	if err := fn(p); err != nil {
 		return err
+	}
+	if s.mem != nil {
+		if len(p.Tools) == 0 {
+			delete(s.mem, server)
+		} else {
+			p.Version = FormatVersion
+			s.mem[server] = *p
+		}
+		return nil
 	}
 	if len(p.Tools) == 0 {
 		if err := s.dir.Remove(name); err != nil {
@@ -143,6 +191,11 @@ func (s *Store) Forget(server string, names ...string) ([]string, error) {
 
 // Servers returns the servers that have pins, sorted.
 func (s *Store) Servers() ([]string, error) {
+	if s.mem != nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return slices.Sorted(maps.Keys(s.mem)), nil
+	}
 	files, err := s.dir.List(pinsDir)
 	if err != nil {
 		return nil, fmt.Errorf("listing pinned servers: %w", err)

@@ -169,3 +169,28 @@ func TestStoreOffWritesNothing(t *testing.T) {
 		t.Fatalf("mode off wrote %v", entries)
 	}
 }
+
+func TestMemoryStore(t *testing.T) {
+	s := NewMemoryStore()
+	if s.Persistent() || s.Dir() != "" {
+		t.Fatal("a memory store claims to persist")
+	}
+	p := config.Trust{Mode: config.TrustPin, NewServers: config.NewServersTrust}
+	d := sample()
+	if r, err := s.Review(p, "gh", []Definition{d}, t0, nil); err != nil || !r.Verdicts[0].FirstUse {
+		t.Fatalf("first review = %+v, %v", r.Verdicts, err)
+	}
+	d.Description = "changed"
+	if r, _ := s.Review(p, "gh", []Definition{d}, t0, nil); !r.Verdicts[0].Held {
+		t.Fatal("a change within the run is not held")
+	}
+	if got, _ := s.Servers(); !slices.Equal(got, []string{"gh"}) {
+		t.Fatalf("Servers = %v", got)
+	}
+	if removed, _ := s.Forget("gh"); len(removed) != 1 {
+		t.Fatalf("Forget removed %v", removed)
+	}
+	if got, _ := s.Servers(); len(got) != 0 {
+		t.Fatalf("Servers after forgetting = %v", got)
+	}
+}
