@@ -1,6 +1,9 @@
 package bridge
 
 import (
+	"cmp"
+	"slices"
+
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/toolbridge/toolbridge/classify"
@@ -63,8 +66,37 @@ func (g *Gateway) classifyWith(cat *Catalog, live *settings, counter classify.Co
 func (g *Gateway) Report() classify.Report {
 	cat := g.Catalog()
 	entries := make([]classify.Entry, len(cat.Tools))
+	var notes []classify.ToolNote
 	for i, t := range cat.Tools {
-		entries[i] = classify.Entry{Server: t.Server, Tool: t.Listed(), Verdict: t.Verdict, Tokens: t.Tokens}
+		entries[i] = classify.Entry{Server: t.Server, Tool: t.Listed(), Verdict: t.Verdict, Tokens: t.Tokens, Hints: hintsOf(t.Tool).Hints()}
+		notes = append(notes, trustNotes(t)...)
 	}
-	return classify.NewReport(entries, cat.Decision, cat.MetaTokens)
+	r := classify.NewReport(entries, cat.Decision, cat.MetaTokens)
+	for _, rm := range cat.Removed {
+		kind := classify.NoteDisabled
+		if rm.Kind == RemovedQuarantined {
+			kind = classify.NoteQuarantined
+		}
+		notes = append(notes, classify.ToolNote{Server: rm.Server, Name: rm.Name, Kind: kind, Detail: rm.Reason})
+		if rm.Kind == RemovedQuarantined {
+			notes = append(notes, trustNotes(rm.Tool)...)
+		}
+	}
+	slices.SortStableFunc(notes, func(a, b classify.ToolNote) int {
+		return cmp.Or(cmp.Compare(a.Server, b.Server), cmp.Compare(a.Name, b.Name))
+	})
+	r.Notes = notes
+	return r
+}
+
+// trustNotes are a served tool's trust warning and suspicious flags.
+func trustNotes(t *Tool) []classify.ToolNote {
+	var out []classify.ToolNote
+	if t.Trust.Warning != "" {
+		out = append(out, classify.ToolNote{Server: t.Server, Name: t.Name, Kind: classify.NoteWarning, Detail: t.Trust.Warning})
+	}
+	for _, f := range t.Trust.Flags {
+		out = append(out, classify.ToolNote{Server: t.Server, Name: t.Name, Kind: classify.NoteSuspicious, Detail: f.String()})
+	}
+	return out
 }

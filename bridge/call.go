@@ -201,6 +201,9 @@ func (g *Gateway) resolve(cat *Catalog, name string) (*Tool, string) {
 	if t, ok := cat.ByID(id); ok && id != "" {
 		return t, ""
 	}
+	if r, ok := cat.findRemoved(clean); ok {
+		return g.recheck(r)
+	}
 	if ambiguous(clean, candidates) {
 		return nil, fmt.Sprintf("Tool name %q is ambiguous: %d servers have a tool of that name: %s. Call it by its full id, e.g. %s.", clip(name, maxEcho), len(candidates), strings.Join(candidates, ", "), candidates[0])
 	}
@@ -261,7 +264,7 @@ func (g *Gateway) observedCall(ctx context.Context, c call, u *upstream.Conn) (*
 	})
 	hc := policy.Call{
 		Server: c.tool.Server, Tool: c.tool.Name, Class: c.tool.Verdict.Class, Via: c.via,
-		Arguments: c.args, SessionID: sessionID(ctx),
+		Arguments: c.args, SessionID: sessionID(ctx), Annotations: annotationsOf(c.tool.Tool),
 	}
 	// One call, one set of hooks: a reload closes the old ones only after
 	// the calls that started with them are done.
@@ -269,7 +272,15 @@ func (g *Gateway) observedCall(ctx context.Context, c call, u *upstream.Conn) (*
 	live.calls.Begin()
 	defer live.calls.End()
 	hooks := live.hooks
-	if d, err := hooks.BeforeCall(ctx, hc); err == nil && d.Deny {
+	d, _ := hooks.BeforeCall(ctx, hc)
+	if !d.Deny {
+		// The policy asks last: the user is not asked about a call a hook
+		// refuses anyway.
+		if reason := g.checkDestructive(ctx, c, live.cfg); reason != "" {
+			d = policy.Decision{Deny: true, Reason: reason, Hook: "policy.destructive"}
+		}
+	}
+	if d.Deny {
 		reason := d.Reason
 		if reason == "" {
 			reason = "a hook denied it"

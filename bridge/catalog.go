@@ -34,6 +34,8 @@ type Tool struct {
 	// Deferred tools are not listed in bridge mode; tool_search finds them
 	// and tool_call runs them.
 	Deferred bool
+	// Trust is the tool's standing against its pinned definition.
+	Trust ToolTrust
 }
 
 // Listed returns the tool as clients see it in tools/list: the upstream's
@@ -79,6 +81,10 @@ type Catalog struct {
 	// bridging would cost, for the report).
 	MetaTokens int
 	meta       []server.ServerTool
+	// Removed are the tools left out, quarantined or disabled (sorted by
+	// ID); removedBy finds them by ID and exposed name.
+	Removed   []*Removed
+	removedBy map[string]*Removed
 
 	byID      map[string]*Tool
 	byExposed map[string]*Tool

@@ -88,6 +88,10 @@ type Gateway struct {
 	resPrint    []byte
 	refreshes   coalescer    // one list refresh per server and list at a time, one more pending
 	warnings    *logThrottle // repeated warnings, at most one per key and interval
+	// trustSeen is each held or warned tool's last finding, so that a
+	// change is reported once, not on every rebuild (see screen).
+	trustSeen    map[string]string
+	lastRescreen atomic.Int64 // unix nanoseconds of the last recheck rebuild
 
 	// startup holds the first tools/list until the catalog is first
 	// published (see Connect); summary, if set, gets the line that says
@@ -143,6 +147,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	hooks.AddOnUnregisterSession(func(ctx context.Context, s server.ClientSession) { g.revealed.forget(s.SessionID()) })
 	g.srv = server.NewMCPServer("toolbridge", Version,
 		server.WithHooks(hooks),
+		server.WithToolFilter(g.hideRemoved), // first: see its doc
 		server.WithToolFilter(g.addRevealed),
 		server.WithToolHandlerMiddleware(g.countCalls),
 		server.WithToolHandlerMiddleware(g.traceToolCalls),
@@ -245,6 +250,7 @@ func (g *Gateway) rebuild() {
 	defer g.rebuildMu.Unlock()
 	live := g.settings()
 	cat := buildCatalog(g.pool.Connected(), metaNames)
+	g.screen(cat, live)
 	// Classifying (token counts) and indexing read the same tools and
 	// write different fields: side by side, start-up waits for the longer
 	// of the two rather than their sum.
@@ -261,6 +267,7 @@ func (g *Gateway) rebuild() {
 	if cat.Decision.Bridge {
 		tools = append(tools, cat.meta...)
 	}
+	tools = append(tools, g.removedTools(cat)...)
 	if print := fingerprint(tools, func(t server.ServerTool) any { return t.Tool }); !bytes.Equal(print, g.toolsPrint) {
 		g.toolsPrint = print
 		g.srv.SetTools(tools...)

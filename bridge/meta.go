@@ -44,7 +44,9 @@ func (g *Gateway) metaTools(cat *Catalog, live *settings, deferred []*Tool) []se
 			catalogHint(cat, deferred, live.cfg.Search.HintTokens, live.counter),
 		RawInputSchema: json.RawMessage(fmt.Sprintf(`{"type":"object","properties":{`+
 			`"query":{"type":"string","description":"What you want to do, in a few keywords, e.g. \"create github issue\". Empty lists the catalog by server."},`+
-			`"limit":{"type":"integer","minimum":1,"maximum":%d,"description":"How many tools to return (default %d)."}},`+
+			`"limit":{"type":"integer","minimum":1,"maximum":%d,"description":"How many tools to return (default %d)."},`+
+			`"read_only":{"type":"boolean","description":"true: only tools marked read-only (readOnlyHint)."},`+
+			`"exclude_destructive":{"type":"boolean","description":"true: leave out tools that may be destructive (marked destructiveHint, or without annotations, which MCP counts as destructive)."}},`+
 			`"required":["query"]}`, maxLimit, live.cfg.Search.DefaultLimit)),
 		RawOutputSchema: json.RawMessage(searchOutputSchema),
 		Annotations:     mcp.ToolAnnotation{Title: "Search tools", ReadOnlyHint: mcp.ToBoolPtr(true), OpenWorldHint: mcp.ToBoolPtr(false)},
@@ -92,8 +94,11 @@ const searchOutputSchema = `{"type":"object","properties":{` +
 	`"tools":{"type":"array","items":{"type":"object","properties":{` +
 	`"id":{"type":"string"},"server":{"type":"string"},"name":{"type":"string"},"description":{"type":"string"},` +
 	`"parameters":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"type":{"type":"string"},"required":{"type":"boolean"}},"required":["name","type","required"]}},` +
-	`"score":{"type":"number"}},"required":["id","server","name","description","parameters","score"]}},` +
+	`"score":{"type":"number"},` +
+	`"annotations":{"type":"array","items":{"type":"string","enum":["read-only","destructive","idempotent","open-world","closed-world"]}}},` +
+	`"required":["id","server","name","description","parameters","score"]}},` +
 	`"total_deferred":{"type":"integer"},` +
+	`"filtered_out":{"type":"integer"},` +
 	`"did_you_mean":{"type":"array","items":{"type":"string"}},` +
 	`"partial":{"type":"boolean"},` +
 	`"catalog":{"type":"array","items":{"type":"object","properties":{"server":{"type":"string"},"tools":{"type":"array","items":{"type":"string"}},"total":{"type":"integer"}}}}},` +
@@ -134,14 +139,66 @@ type SearchHit struct {
 	Description string         `json:"description"`
 	Parameters  []ParamSummary `json:"parameters"`
 	Score       float64        `json:"score"`
+	// Annotations are the tool's hints, compactly: read-only or
+	// destructive, idempotent, open-world or closed-world; only those the
+	// tool states.
+	Annotations []string `json:"annotations,omitempty"`
+}
+
+// searchFilter narrows tool_search by annotations.
+type searchFilter struct {
+	readOnly, excludeDestructive bool
+}
+
+// keeps reports whether t passes the filter.
+func (f searchFilter) keeps(t *Tool) bool {
+	a := hintsOf(t.Tool)
+	return (!f.readOnly || a.ReadOnly()) && (!f.excludeDestructive || !a.Destructive())
+}
+
+func (f searchFilter) on() bool { return f.readOnly || f.excludeDestructive }
+
+// String names the filters in force, as tool_search's text says them.
+func (f searchFilter) String() string {
+	switch {
+	case f.readOnly && f.excludeDestructive:
+		return "read_only and exclude_destructive"
+	case f.readOnly:
+		return "read_only"
+	}
+	return "exclude_destructive"
+}
+
+// searchFilterArgs reads tool_search's read_only and exclude_destructive:
+// true or false, also written as a string.
+func searchFilterArgs(args map[string]json.RawMessage) (searchFilter, error) {
+	var f searchFilter
+	for key, dst := range map[string]*bool{"read_only": &f.readOnly, "exclude_destructive": &f.excludeDestructive} {
+		raw, ok := args[key]
+		if !ok || string(raw) == "null" {
+			continue
+		}
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			raw = json.RawMessage(strings.TrimSpace(s))
+		}
+		if err := json.Unmarshal(raw, dst); err != nil {
+			return f, fmt.Errorf("%s must be true or false, got %s", key, clip(string(raw), 40))
+		}
+	}
+	return f, nil
 }
 
 // SearchResult is tool_search's structured result.
 type SearchResult struct {
-	Tools         []SearchHit     `json:"tools"`
-	TotalDeferred int             `json:"total_deferred"`
-	DidYouMean    []string        `json:"did_you_mean,omitempty"`
-	Catalog       []CatalogServer `json:"catalog,omitempty"`
+	Tools         []SearchHit `json:"tools"`
+	TotalDeferred int         `json:"total_deferred"`
+	DidYouMean    []string    `json:"did_you_mean,omitempty"`
+	// FilteredOut counts the matches ranked above the last hit (all of
+	// them when there are fewer hits than the limit) that the read_only or
+	// exclude_destructive filter removed.
+	FilteredOut int             `json:"filtered_out,omitempty"`
+	Catalog     []CatalogServer `json:"catalog,omitempty"`
 	// Partial says no tool matched the query's words as written: Tools
 	// share part of a word with it, and Catalog lists the servers too.
 	Partial bool `json:"partial,omitempty"`
@@ -168,15 +225,19 @@ func (g *Gateway) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*m
 	if err != nil {
 		return toolError("tool_search: %v", err), nil
 	}
+	filter, err := searchFilterArgs(args)
+	if err != nil {
+		return toolError("tool_search: %v", err), nil
+	}
 	if len(query) > maxQueryBytes {
 		query = truncateUTF8(query, maxQueryBytes)
 	}
-	res := g.search(g.Catalog(), query, limit)
+	res := g.search(g.Catalog(), query, limit, filter)
 	serverSpanFrom(ctx).SetSearch(len(query), limit, len(res.Tools), query)
 	if cfg.Disclosure == config.DisclosureActivate {
 		g.reveal(ctx, res.Tools)
 	}
-	return searchResult(query, res), nil
+	return searchResult(query, res, filter), nil
 }
 
 // maxQueryBytes bounds the query tool_search ranks by: no task needs more,
@@ -218,23 +279,33 @@ func truncateUTF8(s string, n int) string {
 // search ranks the deferred tools of cat for query. The index holds every
 // tool (tool_call resolves core ones too), so visible tools are skipped and
 // the index is asked for enough hits to fill limit anyway.
-func (g *Gateway) search(cat *Catalog, query string, limit int) SearchResult {
+func (g *Gateway) search(cat *Catalog, query string, limit int, filter searchFilter) SearchResult {
 	out := SearchResult{Tools: []SearchHit{}, TotalDeferred: len(cat.Deferred)}
 	if strings.TrimSpace(query) == "" {
-		out.Catalog = browse(cat, browsePerServer)
+		out.Catalog = browse(cat, browsePerServer, filter)
 		return out
 	}
-	r := g.index.Search(query, limit+len(cat.Visible))
+	want := limit + len(cat.Visible)
+	if filter.on() {
+		// The filter may drop any number of matches: rank them all.
+		want = len(cat.Tools)
+	}
+	r := g.index.Search(query, want)
 	for _, h := range r.Hits {
 		t, ok := cat.ByID(h.ID)
 		if !ok || !t.Deferred {
+			continue
+		}
+		if !filter.keeps(t) {
+			out.FilteredOut++
 			continue
 		}
 		desc, params := g.hitSummaries.get(t)
 		out.Tools = append(out.Tools, SearchHit{
 			ID: t.ID, Server: t.Server, Name: t.Name,
 			Description: desc, Parameters: params,
-			Score: roundScore(h.Score),
+			Score:       roundScore(h.Score),
+			Annotations: hintsOf(t.Tool).Hints(),
 		})
 		if len(out.Tools) == limit {
 			break
@@ -242,7 +313,7 @@ func (g *Gateway) search(cat *Catalog, query string, limit int) SearchResult {
 	}
 	if r.Partial && len(out.Tools) > 0 {
 		out.Partial = true
-		out.Catalog = browse(cat, browseNoMatch)
+		out.Catalog = browse(cat, browseNoMatch, filter)
 	}
 	if len(out.Tools) == 0 {
 		for _, id := range r.DidYouMean {
@@ -250,7 +321,7 @@ func (g *Gateway) search(cat *Catalog, query string, limit int) SearchResult {
 				out.DidYouMean = append(out.DidYouMean, id)
 			}
 		}
-		out.Catalog = browse(cat, browseNoMatch)
+		out.Catalog = browse(cat, browseNoMatch, filter)
 	}
 	return out
 }
@@ -309,10 +380,13 @@ const (
 )
 
 // browse lists the deferred tools' names grouped by server, bounded.
-func browse(cat *Catalog, perServer int) []CatalogServer {
+func browse(cat *Catalog, perServer int, filter searchFilter) []CatalogServer {
 	byServer := map[string]*CatalogServer{}
 	var order []string
 	for _, t := range cat.Deferred {
+		if !filter.keeps(t) {
+			continue
+		}
 		s, ok := byServer[t.Server]
 		if !ok {
 			s = &CatalogServer{Server: t.Server, Tools: []string{}}
@@ -332,7 +406,7 @@ func browse(cat *Catalog, perServer int) []CatalogServer {
 	return out
 }
 
-func searchResult(query string, res SearchResult) *mcp.CallToolResult {
+func searchResult(query string, res SearchResult, filter searchFilter) *mcp.CallToolResult {
 	var b strings.Builder
 	switch {
 	case len(res.Tools) > 0:
@@ -342,6 +416,9 @@ func searchResult(query string, res SearchResult) *mcp.CallToolResult {
 		fmt.Fprintf(&b, "%d tools for %q (of %d not listed). Run one with tool_call {\"tool_name\": \"<id>\", \"tool_args\": {...}}.\n", len(res.Tools), clip(query, maxEcho), res.TotalDeferred)
 		for i, h := range res.Tools {
 			fmt.Fprintf(&b, "\n%d. %s — %s\n", i+1, h.ID, h.Description)
+			if len(h.Annotations) > 0 {
+				b.WriteString("   hints: " + strings.Join(h.Annotations, ", ") + "\n")
+			}
 			if len(h.Parameters) > 0 {
 				b.WriteString("   params: ")
 				for j, p := range h.Parameters {
@@ -366,6 +443,10 @@ func searchResult(query string, res SearchResult) *mcp.CallToolResult {
 			fmt.Fprintf(&b, " Did you mean: %s?", strings.Join(res.DidYouMean, ", "))
 		}
 		b.WriteString(" Try other keywords (what the tool does, not how); the catalog by server:\n")
+	}
+	if res.FilteredOut > 0 {
+		fmt.Fprintf(&b, "\n%s removed %s that would have ranked here (tools without annotations count as not read-only and as destructive).\n",
+			filter, plural(res.FilteredOut, "match", "matches"))
 	}
 	if res.Partial {
 		b.WriteString("\nThe catalog by server:\n")
@@ -502,6 +583,14 @@ func clip(s string, max int) string {
 
 // oneLine folds white space, so a description fits one line.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// plural is "1 match" or "3 matches".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
 
 // roundScore keeps three decimals. A score that is not a finite number
 // would make the whole answer fail to encode, so it becomes 0.

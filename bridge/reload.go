@@ -11,9 +11,11 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolbridge/toolbridge/bridge/policy"
+	"github.com/toolbridge/toolbridge/bridge/trust"
 	"github.com/toolbridge/toolbridge/bridge/upstream"
 	"github.com/toolbridge/toolbridge/classify"
 	"github.com/toolbridge/toolbridge/config"
+	"github.com/toolbridge/toolbridge/config/statefile"
 )
 
 // settings is the part of the gateway a reload replaces as one: the config
@@ -23,6 +25,9 @@ type settings struct {
 	classifier *classify.Classifier
 	counter    classify.Counter
 	hooks      *policy.Hooks
+	// pins are the pinned tool definitions, in cfg.StateDir (in memory
+	// when there is none).
+	pins *trust.Store
 	// calls counts the tool calls that started with these settings: when a
 	// reload replaces the hooks, the old ones (an open audit file) are
 	// closed only after the last of them ends.
@@ -46,6 +51,19 @@ func provision(cfg *config.Config, old *settings, logger *slog.Logger) (*setting
 		s.counter = old.counter
 	} else if s.counter, err = classify.NewCounter(cfg.Tokenizer); err != nil {
 		return nil, fmt.Errorf("building token counter: %w", err)
+	}
+	switch {
+	case old != nil && old.cfg.StateDir == cfg.StateDir:
+		s.pins = old.pins // a memory store must outlive a reload
+	case cfg.StateDir == "":
+		logger.Warn("trust: no state directory (set state_dir, XDG_STATE_HOME or HOME): tool pins last for this run only")
+		s.pins = trust.NewMemoryStore()
+	default:
+		dir, err := statefile.Open(cfg.StateDir)
+		if err != nil {
+			return nil, fmt.Errorf("opening the state directory: %w", err)
+		}
+		s.pins = trust.NewStore(dir)
 	}
 	if old != nil && sameHooks(old.cfg, cfg) {
 		s.hooks = old.hooks

@@ -20,6 +20,9 @@ type Entry struct {
 	Verdict Verdict
 	// Tokens is Counter.Count of the tool.
 	Tokens int
+	// Hints are the tool's annotation hints as the gateway renders them
+	// (read-only, destructive, idempotent, open-world, closed-world).
+	Hints []string
 }
 
 // Decision says whether the gateway bridges and which deferrable tools it

@@ -42,6 +42,34 @@ type Report struct {
 
 	// Decision is the activation decision the report describes.
 	Decision Decision `json:"decision"`
+
+	// Notes are what the gateway has to say about single tools: those it
+	// holds back (quarantined, disabled), which are not in Tools, and
+	// warnings and suspicious descriptions. Sorted by server, then name.
+	Notes []ToolNote `json:"notes,omitempty"`
+}
+
+// Kinds of ToolNote.
+const (
+	// NoteQuarantined: trust holds the tool until it is approved.
+	NoteQuarantined = "quarantined"
+	// NoteDisabled: a rule removes the tool.
+	NoteDisabled = "disabled"
+	// NoteWarning: trust mode warn serves a tool that mode pin would hold.
+	NoteWarning = "warning"
+	// NoteSuspicious: the tool's description looks like instructions to
+	// the model.
+	NoteSuspicious = "suspicious"
+)
+
+// ToolNote is one remark about one tool.
+type ToolNote struct {
+	Server string `json:"server"`
+	Name   string `json:"name"`
+	// Kind is one of the Note* kinds.
+	Kind string `json:"kind"`
+	// Detail names the rule or change, and how to act on it.
+	Detail string `json:"detail"`
 }
 
 // ToolRow is one tool in a Report.
@@ -56,6 +84,8 @@ type ToolRow struct {
 	// Deferred is true when the decision hides the tool behind the
 	// meta-tools.
 	Deferred bool `json:"deferred"`
+	// Hints are the tool's annotation hints (see Entry.Hints).
+	Hints []string `json:"hints,omitempty"`
 }
 
 // ClassTotal sums the tools of one class.
@@ -99,7 +129,7 @@ func NewReport(entries []Entry, d Decision, metaTokens int) Report {
 		deferred := d.Deferred(e.Verdict)
 		r.Tools = append(r.Tools, ToolRow{
 			Server: e.Server, Name: e.Tool.Name, Class: e.Verdict.Class, Reason: e.Verdict.Reason,
-			Always: e.Verdict.Always, Tokens: e.Tokens, Deferred: deferred,
+			Always: e.Verdict.Always, Tokens: e.Tokens, Deferred: deferred, Hints: e.Hints,
 		})
 		r.PassThroughTokens += e.Tokens
 		if !bridged.Deferred(e.Verdict) {

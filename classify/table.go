@@ -16,13 +16,27 @@ import (
 func (r Report) WriteTable(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 
-	tools := table{right: []bool{false, false, false, true, false, false}}
-	tools.add("SERVER", "TOOL", "CLASS", "TOKENS", "DEFERRED", "REASON")
+	tools := table{right: []bool{false, false, false, true, false, false, false}}
+	tools.add("SERVER", "TOOL", "CLASS", "TOKENS", "DEFERRED", "HINTS", "REASON")
 	for _, t := range r.Tools {
-		tools.add(t.Server, t.Name, string(t.Class), commas(t.Tokens), yesNo(t.Deferred), t.Reason)
+		hints := strings.Join(t.Hints, ",")
+		if hints == "" {
+			hints = "-"
+		}
+		tools.add(t.Server, t.Name, string(t.Class), commas(t.Tokens), yesNo(t.Deferred), hints, t.Reason)
 	}
 	tools.write(bw)
 	bw.WriteString("\n")
+
+	if len(r.Notes) > 0 {
+		notes := table{right: []bool{false, false, false, false}}
+		notes.add("SERVER", "TOOL", "NOTE", "DETAIL")
+		for _, n := range r.Notes {
+			notes.add(n.Server, n.Name, n.Kind, n.Detail)
+		}
+		notes.write(bw)
+		bw.WriteString("\n")
+	}
 
 	classes := table{right: []bool{false, true, true, true, true}}
 	classes.add("CLASS", "TOOLS", "TOKENS", "DEFERRED", "DEFERRED TOKENS")

@@ -16,6 +16,9 @@ import (
 type AuditRecord struct {
 	// Time is when the call ended, RFC 3339 in UTC.
 	Time time.Time `json:"time"`
+	// Event is absent for a tool call and EventTrust for a change in a
+	// tool's trust standing (then Outcome is its kind and Error its reason).
+	Event string `json:"event,omitempty"`
 	// Session is the client's MCP session, if any.
 	Session string `json:"session,omitempty"`
 	// Server and Tool are the real tool, whatever the client called.
@@ -24,6 +27,8 @@ type AuditRecord struct {
 	// Via is tool_call or direct; Class the tool's class.
 	Via   string `json:"via,omitempty"`
 	Class string `json:"class,omitempty"`
+	// Annotations are the tool's MCP annotations as its server sent them.
+	Annotations json.RawMessage `json:"annotations,omitempty"`
 	// DurationMS is how long the call took.
 	DurationMS float64 `json:"duration_ms"`
 	// Outcome is ok, tool_error, error or denied.
@@ -67,14 +72,15 @@ func (a *Audit) BeforeCall(context.Context, Call) (Decision, error) { return Dec
 // ctx.
 func (a *Audit) AfterCall(ctx context.Context, c Call, r Result) {
 	rec := AuditRecord{
-		Time:       time.Now().UTC(),
-		Session:    c.SessionID,
-		Server:     c.Server,
-		Tool:       c.Tool,
-		Via:        c.Via,
-		Class:      string(c.Class),
-		DurationMS: float64(r.Duration) / float64(time.Millisecond),
-		Outcome:    r.Outcome(),
+		Time:        time.Now().UTC(),
+		Session:     c.SessionID,
+		Server:      c.Server,
+		Tool:        c.Tool,
+		Via:         c.Via,
+		Class:       string(c.Class),
+		Annotations: c.Annotations,
+		DurationMS:  float64(r.Duration) / float64(time.Millisecond),
+		Outcome:     r.Outcome(),
 	}
 	switch {
 	case r.Err != nil:

@@ -52,8 +52,11 @@ const waitDelay = 500 * time.Millisecond
 // stdin is one JSON object:
 //
 //	{"event":"before","server":"github","tool":"create_issue",
-//	 "arguments":{...},"session":"...","class":"deferrable","via":"tool_call"}
+//	 "arguments":{...},"session":"...","class":"deferrable","via":"tool_call",
+//	 "annotations":{"readOnlyHint":false,"destructiveHint":false}}
 //
+// "annotations" are the tool's MCP annotations as its server sent them,
+// absent when it sent none.
 // After events add "outcome" (ok, tool_error, error, denied),
 // "is_error", "duration_ms", "error" and "result". The environment also
 // carries TOOLBRIDGE_HOOK_EVENT, TOOLBRIDGE_SERVER and TOOLBRIDGE_TOOL for
@@ -142,7 +145,9 @@ type hookEvent struct {
 	Arguments json.RawMessage `json:"arguments"`
 	Session   string          `json:"session"`
 	Class     string          `json:"class,omitempty"`
-	Via       string          `json:"via,omitempty"`
+	// Annotations are the tool's MCP annotations, when it has any.
+	Annotations json.RawMessage `json:"annotations,omitempty"`
+	Via         string          `json:"via,omitempty"`
 
 	Outcome    string          `json:"outcome,omitempty"`
 	IsError    *bool           `json:"is_error,omitempty"`
@@ -216,7 +221,17 @@ func newHookEvent(event string, c Call) hookEvent {
 	return hookEvent{
 		Event: event, Server: c.Server, Tool: c.Tool, Arguments: args,
 		Session: c.SessionID, Class: string(c.Class), Via: c.Via,
+		Annotations: validJSON(c.Annotations),
 	}
+}
+
+// validJSON returns raw when it is valid JSON, else nil: a hook's stdin
+// must stay one valid JSON object.
+func validJSON(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 || !json.Valid(raw) {
+		return nil
+	}
+	return raw
 }
 
 // rawJSON encodes v for a hook. A value that will not encode (invalid raw

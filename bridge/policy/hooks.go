@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -27,6 +28,9 @@ type Call struct {
 	Arguments any
 	// SessionID is the client's MCP session, if any.
 	SessionID string
+	// Annotations are the tool's MCP annotations (readOnlyHint,
+	// destructiveHint, ...) as its server sent them; nil when it sent none.
+	Annotations json.RawMessage
 }
 
 // ID is the call's canonical "server::tool".

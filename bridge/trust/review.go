@@ -145,7 +145,7 @@ func Evaluate(p config.Trust, server string, pins *ServerPins, defs []Definition
 			v.Held = p.Mode == config.TrustPin
 			v.Reason = strings.Join(reasons, "; ")
 			if approveCmd != nil {
-				v.Reason += "; approve it with: " + approveCmd(d.Name)
+				v.Reason += "; review and approve it with: " + approveCmd(d.Name)
 			}
 		}
 		r.Verdicts = append(r.Verdicts, v)

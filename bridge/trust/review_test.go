@@ -41,7 +41,7 @@ func TestEvaluate(t *testing.T) {
 		{"first use pins", pin, nil, clean, StatePinned, false, true, ""},
 		{"new tool of a known server pins", pin, &ServerPins{Tools: map[string]Pin{}}, clean, StatePinned, false, true, ""},
 		{"unchanged", pin, pinsOf(clean, false), clean, StatePinned, false, false, ""},
-		{"changed is held", pin, pinsOf(clean, false), changed, StateChanged, true, false, "its description changed since it was pinned on 2026-11-01; approve it with: toolbridge trust approve gh::create_issue"},
+		{"changed is held", pin, pinsOf(clean, false), changed, StateChanged, true, false, "its description changed since it was pinned on 2026-11-01; review and approve it with: toolbridge trust approve gh::create_issue"},
 		{"changed under warn is not held", warn, pinsOf(clean, false), changed, StateChanged, false, false, "description changed"},
 		{"off checks nothing", off, pinsOf(clean, false), poisoned, StateUnchecked, false, false, ""},
 		{"new server quarantined", quarantine, nil, clean, StateNew, true, false, `server "gh" is new and trust.new_servers is quarantine`},
