@@ -126,7 +126,10 @@ func (g *Gateway) screen(cat *Catalog, live *settings) {
 			defs[i] = definitionOf(t.Tool)
 		}
 		review, err := live.pins.Review(live.cfg.Trust, server, defs, now, approveCommand(server))
-		if err != nil {
+		if err != nil && len(review.Verdicts) > 0 {
+			// Read but not saved: this run still compares against the pins.
+			g.logger.Warn("trust: saving first-use pins", "server", server, "error", err)
+		} else if err != nil {
 			// Without the pins nothing can be compared: in mode pin the
 			// server's tools are held rather than trusted blindly, and the
 			// file is left for the user to fix.

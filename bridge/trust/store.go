@@ -211,8 +211,10 @@ func (s *Store) Servers() ([]string, error) {
 
 // Review loads a server's pins, evaluates its offered tools against them
 // (see Evaluate) and stores the pins first use adds. In mode off it reads
-// and writes nothing. On an error no pin is written and the review is
-// empty; a corrupt pin file is such an error and is left as it is.
+// and writes nothing. When the pins cannot be read (a corrupt file, which
+// is left as it is) the review is empty; when they are read but the new
+// pins cannot be written, the review is whole and the error says the pins
+// were not saved.
 func (s *Store) Review(p config.Trust, server string, defs []Definition, now time.Time, approveCmd func(tool string) string) (Review, error) {
 	if p.Mode == config.TrustOff {
 		return Evaluate(p, server, nil, defs, now, approveCmd), nil
@@ -223,7 +225,7 @@ func (s *Store) Review(p config.Trust, server string, defs []Definition, now tim
 	}
 	r := Evaluate(p, server, pins, defs, now, approveCmd)
 	if err := s.Add(server, r.NewPins); err != nil {
-		return Review{Server: server}, err
+		return r, err
 	}
 	return r, nil
 }

@@ -27,7 +27,7 @@ func runCLI(t *testing.T, env []string, args ...string) (int, string, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, args...)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = testEnv(t, env)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	testenv.SetProcessGroup(cmd)

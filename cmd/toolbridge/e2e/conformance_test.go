@@ -37,6 +37,7 @@ func startHTTPCommand(t *testing.T, command string, args ...string) *httpGateway
 	g := &httpGateway{url: base + "/mcp", base: base, stderr: &testenv.SyncBuffer{}}
 	args = append([]string{command, "--transport", "http", "--listen", fmt.Sprintf("127.0.0.1:%d", port)}, args...)
 	g.cmd = exec.Command(binary, args...)
+	g.cmd.Env = testEnv(t, nil)
 	g.cmd.Stderr = g.stderr
 	testenv.SetProcessGroup(g.cmd)
 	if err := g.cmd.Start(); err != nil {

@@ -112,7 +112,7 @@ func startRaw(t *testing.T, env []string, args ...string) *stdioProc {
 		msgs: make(chan rpcMessage, 4096), exited: make(chan struct{}),
 	}
 	p.cmd = exec.Command(binary, args...)
-	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.Env = testEnv(t, env)
 	p.cmd.Stderr = p.stderr
 	testenv.SetProcessGroup(p.cmd)
 	var err error

@@ -29,6 +29,12 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	// Pinned tool definitions go to a state directory of the run's own,
+	// never the user's; each test gets one of its own as well (testEnv).
+	if err := os.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	binary = filepath.Join(dir, "toolbridge")
 	build := exec.Command("go", "build", "-o", binary, "github.com/toolbridge/toolbridge/cmd/toolbridge")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
@@ -51,6 +57,13 @@ func TestMain(m *testing.M) {
 	conformanceClient.Remove()
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// testEnv is the environment of a toolbridge the test runs: this
+// process's, a state directory of the test's own (so pins one test
+// records never meet another test's servers), then env, which wins.
+func testEnv(t *testing.T, env []string) []string {
+	return append(append(os.Environ(), "TOOLBRIDGE_STATE_DIR="+t.TempDir()), env...)
 }
 
 // writeConfig writes a config file into a temp dir and returns its path.
@@ -81,7 +94,7 @@ func startStdio(t *testing.T, env []string, args ...string) *gateway {
 	tr := transport.NewStdioWithOptions(binary, env, args,
 		transport.WithCommandFunc(func(ctx context.Context, command string, env, args []string) (*exec.Cmd, error) {
 			cmd := exec.Command(command, args...)
-			cmd.Env = append(os.Environ(), env...)
+			cmd.Env = testEnv(t, env)
 			cmd.Stderr = g.stderr
 			g.cmd = cmd
 			return cmd, nil
