@@ -91,9 +91,9 @@ func annotationsOf(t mcp.Tool) json.RawMessage {
 	return b
 }
 
-// approveCommand is the command that releases a held tool, as reasons
-// name it.
-func approveCommand(server string) func(tool string) string {
+// ApproveCommand renders the commands that review and release a held tool
+// of server, as reasons name them.
+func ApproveCommand(server string) func(tool string) string {
 	return func(tool string) string {
 		id := toolid.Join(server, tool)
 		return fmt.Sprintf("toolbridge trust diff %s, then toolbridge trust approve %s", id, id)
@@ -125,7 +125,7 @@ func (g *Gateway) screen(cat *Catalog, live *settings) {
 		for i, t := range tools {
 			defs[i] = definitionOf(t.Tool)
 		}
-		review, err := live.pins.Review(live.cfg.Trust, server, defs, now, approveCommand(server))
+		review, err := live.pins.Review(live.cfg.Trust, server, defs, now, ApproveCommand(server))
 		if err != nil && len(review.Verdicts) > 0 {
 			// Read but not saved: this run still compares against the pins.
 			g.logger.Warn("trust: saving first-use pins", "server", server, "error", err)
@@ -337,6 +337,33 @@ func (g *Gateway) hideRemoved(ctx context.Context, tools []mcp.Tool) []mcp.Tool 
 		if r, ok := cat.removedBy[t.Name]; (!ok || r.Exposed != t.Name) && t.Name != removedSentinel {
 			out = append(out, t)
 		}
+	}
+	return out
+}
+
+// Pins is the store of pinned tool definitions the gateway reviews
+// against, for the trust commands.
+func (g *Gateway) Pins() *trust.Store { return g.settings().pins }
+
+// Definitions returns, per connected server, the definitions of the tools
+// it offers now, quarantined ones included and disabled ones left out:
+// what "toolbridge trust" compares with the pins and approves. A
+// connected server without tools has an empty entry.
+func (c *Catalog) Definitions() map[string][]trust.Definition {
+	out := make(map[string][]trust.Definition, len(c.Servers))
+	for _, s := range c.Servers {
+		out[s.Name] = []trust.Definition{}
+	}
+	for _, t := range c.Tools {
+		out[t.Server] = append(out[t.Server], definitionOf(t.Tool))
+	}
+	for _, r := range c.Removed {
+		if r.Kind == RemovedQuarantined {
+			out[r.Server] = append(out[r.Server], definitionOf(r.Tool.Tool))
+		}
+	}
+	for _, defs := range out {
+		slices.SortFunc(defs, func(a, b trust.Definition) int { return strings.Compare(a.Name, b.Name) })
 	}
 	return out
 }
