@@ -380,7 +380,7 @@ func TestSearchShowsAnnotationsAndFilters(t *testing.T) {
 	if got := hints(all); !mapsEqual(got, want) {
 		t.Fatalf("hits' annotations = %v, want %v", got, want)
 	}
-	if !strings.Contains(text, "repo::list_issues [read-only, closed-world]") {
+	if !strings.Contains(text, "repo::list_issues — List the issues of a repository\n   hints: read-only, closed-world\n") {
 		t.Errorf("text does not show the hints:\n%s", text)
 	}
 

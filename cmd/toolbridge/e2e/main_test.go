@@ -55,6 +55,7 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	demoServer.Remove()
 	conformanceClient.Remove()
+	driftServer.Remove()
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }
