@@ -79,7 +79,15 @@ func startGateway(t *testing.T, cfg *config.Config, upstreams map[string]*server
 		t.Fatalf("Connect: %v", err)
 	}
 	t.Cleanup(func() { _ = g.Close() })
-	c, err := client.NewInProcessClient(g.MCPServer())
+	return g, connectClient(t, g, mcp.ClientCapabilities{})
+}
+
+// connectClient attaches one more in-process client to g, declaring caps;
+// opts give it handlers (elicitation, sampling).
+func connectClient(t *testing.T, g *Gateway, caps mcp.ClientCapabilities, opts ...client.ClientOption) *client.Client {
+	t.Helper()
+	ctx := context.Background()
+	c, err := client.NewInProcessClientWithOptions(g.MCPServer(), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,11 +96,12 @@ func startGateway(t *testing.T, cfg *config.Config, upstreams map[string]*server
 	}
 	init := mcp.InitializeRequest{}
 	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	init.Params.Capabilities = caps
 	if _, err := c.Initialize(ctx, init); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	return g, c
+	return c
 }
 
 func toolNames(t *testing.T, c *client.Client) []string {

@@ -77,18 +77,6 @@ func listChanges(c *client.Client) <-chan struct{} {
 	return ch
 }
 
-// waitFor polls cond until it holds or a generous deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func auditLines(t *testing.T, cfg *config.Config) []policy.AuditRecord {
 	t.Helper()
 	raw, err := os.ReadFile(cfg.Audit.File)
@@ -123,7 +111,7 @@ func TestTrustQuarantinesChangeSeenOnListChanged(t *testing.T) {
 		RawInputSchema: json.RawMessage(`{"type":"object","properties":{"title":{"type":"string"}}}`),
 		Annotations:    mcp.ToolAnnotation{ReadOnlyHint: mcp.ToBoolPtr(false), DestructiveHint: mcp.ToBoolPtr(false)},
 	}, okText("created"))
-	waitFor(t, "the quarantine", func() bool { return len(g.Catalog().Removed) == 1 })
+	eventually(t, "the quarantine", func() bool { return len(g.Catalog().Removed) == 1 })
 	select {
 	case <-changed:
 	case <-time.After(20 * time.Second):
@@ -176,7 +164,7 @@ func TestTrustWarnServesChangedTool(t *testing.T) {
 	up := repoServer("Create an issue in a repository")
 	g, c := startGateway(t, cfg, map[string]*server.MCPServer{"repo": up})
 	up.AddTool(mcp.Tool{Name: "create_issue", Description: "Create an issue, now differently", RawInputSchema: json.RawMessage(`{"type":"object"}`)}, okText("created"))
-	waitFor(t, "the warning", func() bool {
+	eventually(t, "the warning", func() bool {
 		t, ok := g.Catalog().ByID("repo::create_issue")
 		return ok && t.Trust.Warning != ""
 	})
@@ -425,25 +413,6 @@ func (e *elicitor) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*mcp
 }
 
 func TestDestructivePolicy(t *testing.T) {
-	connect := func(t *testing.T, g *Gateway, opts ...client.ClientOption) *client.Client {
-		c, err := client.NewInProcessClientWithOptions(g.MCPServer(), opts...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		init := mcp.InitializeRequest{}
-		init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-		if len(opts) > 0 {
-			init.Params.Capabilities.Elicitation = &mcp.ElicitationCapability{}
-		}
-		if _, err := c.Initialize(context.Background(), init); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.Close() })
-		return c
-	}
 	tests := []struct {
 		name    string
 		policy  string
@@ -467,12 +436,10 @@ func TestDestructivePolicy(t *testing.T) {
 			cfg := trustConfig(t, config.ModeOff)
 			cfg.Policy.Destructive = tc.policy
 			g, _ := startGateway(t, cfg, map[string]*server.MCPServer{"repo": repoServer("Create an issue")})
-			var c *client.Client
+			c := connectClient(t, g, mcp.ClientCapabilities{})
 			if tc.elicit != nil {
 				tc.elicit.asked = make(chan string, 1)
-				c = connect(t, g, client.WithElicitationHandler(tc.elicit))
-			} else {
-				c = connect(t, g)
+				c = connectClient(t, g, mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{}}, client.WithElicitationHandler(tc.elicit))
 			}
 			res, text := callText(t, c, tc.tool, nil)
 			if res.IsError == tc.wantRun || !strings.Contains(text, tc.want) {

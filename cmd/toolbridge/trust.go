@@ -226,13 +226,9 @@ definition (- pinned, + now). With no tool given, every changed tool.`,
 	}
 	f := a.configFlags(cmd, noKeyFlags)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		want := map[string][]string{} // server -> tools; nil list: every changed tool
-		for _, arg := range args {
-			server, tool, err := splitID(cmd, arg)
-			if err != nil {
-				return err
-			}
-			want[server] = append(want[server], tool)
+		want, err := pickTools(cmd, args)
+		if err != nil {
+			return err
 		}
 		v, err := a.openTrust(cmd.Context(), f)
 		if err != nil {
@@ -311,8 +307,22 @@ func selectionFlags(cmd *cobra.Command) *selection {
 	return s
 }
 
-// check requires exactly one of tools, --server and --all.
-func (s *selection) check(cmd *cobra.Command, args []string) error {
+// pickTools groups SERVER::TOOL arguments by server.
+func pickTools(cmd *cobra.Command, args []string) (map[string][]string, error) {
+	picked := map[string][]string{}
+	for _, arg := range args {
+		server, tool, err := splitID(cmd, arg)
+		if err != nil {
+			return nil, err
+		}
+		picked[server] = append(picked[server], tool)
+	}
+	return picked, nil
+}
+
+// pick requires exactly one of tools, --server and --all, and returns
+// the tools given, by server.
+func (s *selection) pick(cmd *cobra.Command, args []string) (map[string][]string, error) {
 	n := 0
 	for _, given := range []bool{len(args) > 0, s.server != "", s.all} {
 		if given {
@@ -320,9 +330,9 @@ func (s *selection) check(cmd *cobra.Command, args []string) error {
 		}
 	}
 	if n != 1 {
-		return usageErrorf(cmd, "give tools (SERVER::TOOL...), --server NAME or --all")
+		return nil, usageErrorf(cmd, "give tools (SERVER::TOOL...), --server NAME or --all")
 	}
-	return nil
+	return pickTools(cmd, args)
 }
 
 func (a *app) trustApproveCmd() *cobra.Command {
@@ -338,16 +348,9 @@ under trust.block_suspicious. Review first with 'toolbridge trust diff'.`,
 	f := a.configFlags(cmd, noKeyFlags)
 	sel := selectionFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := sel.check(cmd, args); err != nil {
+		picked, err := sel.pick(cmd, args)
+		if err != nil {
 			return err
-		}
-		picked := map[string][]string{}
-		for _, arg := range args {
-			server, tool, err := splitID(cmd, arg)
-			if err != nil {
-				return err
-			}
-			picked[server] = append(picked[server], tool)
 		}
 		v, err := a.openTrust(cmd.Context(), f)
 		if err != nil {
@@ -406,16 +409,9 @@ func (a *app) trustForgetCmd() *cobra.Command {
 	f := a.configFlags(cmd, noKeyFlags)
 	sel := selectionFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := sel.check(cmd, args); err != nil {
+		picked, err := sel.pick(cmd, args)
+		if err != nil {
 			return err
-		}
-		picked := map[string][]string{}
-		for _, arg := range args {
-			server, tool, err := splitID(cmd, arg)
-			if err != nil {
-				return err
-			}
-			picked[server] = append(picked[server], tool)
 		}
 		cfg, err := f.load(a.environ)
 		if err != nil {
