@@ -122,6 +122,37 @@ func TestCommandHookStdin(t *testing.T) {
 	if env, _ := os.ReadFile(envOut); strings.TrimSpace(string(env)) != "before github create_issue" {
 		t.Errorf("env = %q", env)
 	}
+	if _, ok := ev["annotations"]; ok {
+		t.Errorf("a tool without annotations gets %v", ev["annotations"])
+	}
+
+	// The tool's annotations reach the hook as the server sent them; a
+	// value that is not JSON is left out rather than break stdin.
+	for _, tc := range []struct{ raw, want string }{
+		{`{"readOnlyHint":false,"destructiveHint":true}`, `{"destructiveHint":true,"readOnlyHint":false}`},
+		{`{not json`, ``},
+	} {
+		c := testCall
+		c.Annotations = json.RawMessage(tc.raw)
+		if _, err := h.BeforeCall(context.Background(), c); err != nil {
+			t.Fatalf("BeforeCall: %v", err)
+		}
+		b, _ := os.ReadFile(out)
+		var got map[string]json.RawMessage
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatalf("hook stdin is not JSON: %v: %s", err, b)
+		}
+		norm := ""
+		if raw, ok := got["annotations"]; ok {
+			var v any
+			_ = json.Unmarshal(raw, &v)
+			nb, _ := json.Marshal(v)
+			norm = string(nb)
+		}
+		if norm != tc.want {
+			t.Errorf("annotations %s reach the hook as %q, want %q", tc.raw, norm, tc.want)
+		}
+	}
 }
 
 func TestCommandHookBadArguments(t *testing.T) {

@@ -24,8 +24,11 @@ type Pin struct {
 }
 
 // NewPin pins d at now.
-func NewPin(d Definition, now time.Time, approved bool) Pin {
-	return Pin{Hash: d.Hash(), PinnedAt: now.UTC().Truncate(time.Second), Approved: approved, Definition: d}
+func NewPin(d Definition, now time.Time, approved bool) Pin { return pinAt(d, d.Hash(), now, approved) }
+
+// pinAt is NewPin for a definition whose hash is known.
+func pinAt(d Definition, hash string, now time.Time, approved bool) Pin {
+	return Pin{Hash: hash, PinnedAt: now.UTC().Truncate(time.Second), Approved: approved, Definition: d}
 }
 
 // ServerPins is one server's state file.
@@ -96,11 +99,18 @@ type Review struct {
 // no I/O: the caller stores r.NewPins. approveCmd renders the command that
 // approves a tool, given its name; it is named in each reason.
 func Evaluate(p config.Trust, server string, pins *ServerPins, defs []Definition, now time.Time, approveCmd func(tool string) string) Review {
+	return evaluate(p, server, pins, defs, now, approveCmd, nil)
+}
+
+// evaluate is Evaluate with the hashes and flags taken from memo, which
+// may be nil.
+func evaluate(p config.Trust, server string, pins *ServerPins, defs []Definition, now time.Time, approveCmd func(tool string) string, memo *memo) Review {
 	r := Review{Server: server, NewPins: map[string]Pin{}}
 	offered := map[string]bool{}
 	for _, d := range defs {
 		offered[d.Name] = true
-		v := Verdict{Server: server, Name: d.Name, Definition: d, Hash: d.Hash(), Flags: Check(d)}
+		hash, flags := memo.assess(server, d)
+		v := Verdict{Server: server, Name: d.Name, Definition: d, Hash: hash, Flags: flags}
 		var reasons []string
 		if p.Mode == config.TrustOff {
 			v.State = StateUnchecked
@@ -137,7 +147,7 @@ func Evaluate(p config.Trust, server string, pins *ServerPins, defs []Definition
 			reasons = append(reasons, "its "+v.Flags[0].String()+suspiciousMore(len(v.Flags)-1))
 		}
 		if v.State == StateNew && len(reasons) == 0 {
-			np := NewPin(d, now, false)
+			np := pinAt(d, v.Hash, now, false)
 			r.NewPins[d.Name] = np
 			v.Pin, v.FirstUse, v.State = &np, true, StatePinned
 		}

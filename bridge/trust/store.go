@@ -25,6 +25,8 @@ type Store struct {
 	// mem holds the pins instead of dir when there is no state directory.
 	mem map[string]ServerPins
 	mu  sync.Mutex // serialises read-modify-write within this process
+	// memo spares Review re-hashing tools that did not change.
+	memo memo
 }
 
 // NewStore returns the pin store in dir.
@@ -217,13 +219,13 @@ func (s *Store) Servers() ([]string, error) {
 // were not saved.
 func (s *Store) Review(p config.Trust, server string, defs []Definition, now time.Time, approveCmd func(tool string) string) (Review, error) {
 	if p.Mode == config.TrustOff {
-		return Evaluate(p, server, nil, defs, now, approveCmd), nil
+		return evaluate(p, server, nil, defs, now, approveCmd, &s.memo), nil
 	}
 	pins, err := s.Load(server)
 	if err != nil {
 		return Review{Server: server}, err
 	}
-	r := Evaluate(p, server, pins, defs, now, approveCmd)
+	r := evaluate(p, server, pins, defs, now, approveCmd, &s.memo)
 	if err := s.Add(server, r.NewPins); err != nil {
 		return r, err
 	}

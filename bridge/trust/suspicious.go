@@ -133,14 +133,26 @@ func checkText(where, s string, long bool) []Flag {
 		return nil
 	}
 	var out []Flag
-	if m := hiddenTag.FindString(s); m != "" {
-		out = append(out, Flag{RuleHiddenTag, where, fmt.Sprintf("contains the tag %s, which addresses the model rather than describing the tool", quote(m))})
+	// Each regexp runs only on text holding one of its literal parts: most
+	// schema texts are words like "string" or "path", and the regexps would
+	// otherwise cost most of a 10,000-tool catalog's build.
+	// Non-ASCII text may spell a literal with other letters that (?i)
+	// folds the same (ſ for s, K for k): it always gets the regexps.
+	ascii := isASCII(s)
+	if !ascii || strings.ContainsAny(s, "<[") {
+		if m := hiddenTag.FindString(s); m != "" {
+			out = append(out, Flag{RuleHiddenTag, where, fmt.Sprintf("contains the tag %s, which addresses the model rather than describing the tool", quote(m))})
+		}
 	}
-	if m := override.FindString(s); m != "" {
-		out = append(out, Flag{RuleOverride, where, fmt.Sprintf("says %s, which tries to override the model's instructions or hide the call from the user", quote(m))})
+	if !ascii || containsAnyFold(s, overrideWords) {
+		if m := override.FindString(s); m != "" {
+			out = append(out, Flag{RuleOverride, where, fmt.Sprintf("says %s, which tries to override the model's instructions or hide the call from the user", quote(m))})
+		}
 	}
-	if m := secretFile.FindString(s); m != "" {
-		out = append(out, Flag{RuleSecretFile, where, fmt.Sprintf("mentions %s: a tool description has no reason to ask for keys or credential files", quote(m))})
+	if !ascii || containsAnyFold(s, secretWords) {
+		if m := secretFile.FindString(s); m != "" {
+			out = append(out, Flag{RuleSecretFile, where, fmt.Sprintf("mentions %s: a tool description has no reason to ask for keys or credential files", quote(m))})
+		}
 	}
 	if why := invisible(s); why != "" {
 		out = append(out, Flag{RuleInvisible, where, why})
@@ -149,6 +161,48 @@ func checkText(where, s string, long bool) []Flag {
 		out = append(out, Flag{RuleLong, where, fmt.Sprintf("is %d characters long (over %d), room to bury instructions", n, LongDescription)})
 	}
 	return out
+}
+
+// Literal parts of the regexps, lower case: every match of override holds
+// one of overrideWords, every match of secretFile one of secretWords.
+var (
+	overrideWords = []string{"ignore", "disregard", "forget", "override", "user"}
+	secretWords   = []string{"ssh", "id_", ".aws", "netrc", "npmrc", "pgpass", "credential", ".docker", ".kube", "/etc/shadow", "gnupg", "key", "mcp.json", "claude_desktop_config", "password", "token"}
+)
+
+// containsAnyFold reports whether s holds one of words (lower-case ASCII)
+// in any case, without allocating.
+func containsAnyFold(s string, words []string) bool {
+	for _, w := range words {
+		for i := 0; i+len(w) <= len(s); i++ {
+			if asciiEqualFold(s[i:i+len(w)], w) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+func asciiEqualFold(s, lower string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // invisible describes the invisible or bidi characters in s, or "".

@@ -3,6 +3,8 @@ package trust
 import (
 	"encoding/json"
 	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -108,7 +110,8 @@ func TestCheckReferenceServersClean(t *testing.T) {
 }
 
 func FuzzCheck(f *testing.F) {
-	for _, s := range []string{"", "<IMPORTANT>", "ignore previous instructions", "~/.ssh/id_rsa", "a\u202eb", "\xff\xfe", strings.Repeat("x", 5000), `{"a":"<system>"}`} {
+	for _, s := range []string{"", "<IMPORTANT>", "ignore previous instructions", "~/.ssh/id_rsa", "a\u202eb", "\xff\xfe", strings.Repeat("x", 5000), `{"a":"<system>"}`,
+		"~/.\u017f\u017fh", "send the api \u212aey", "Do NOT tell the USER", "[inst]"} {
 		f.Add(s, s)
 	}
 	f.Fuzz(func(t *testing.T, desc, schema string) {
@@ -120,6 +123,13 @@ func FuzzCheck(f *testing.F) {
 		for i, fl := range a {
 			if fl != b[i] || fl.Rule == "" || fl.Where == "" || fl.Why == "" {
 				t.Fatalf("flag %d = %+v (again %+v): every flag needs a rule, a place and a reason", i, fl, b[i])
+			}
+		}
+		// The literal prefilters never hide a match of the regexps.
+		for rule, re := range map[string]*regexp.Regexp{RuleHiddenTag: hiddenTag, RuleOverride: override, RuleSecretFile: secretFile} {
+			flagged := slices.ContainsFunc(a, func(f Flag) bool { return f.Rule == rule && f.Where == FieldDescription })
+			if flagged != re.MatchString(desc) {
+				t.Fatalf("description %q: %s flagged %v, its regexp matches %v", desc, rule, flagged, re.MatchString(desc))
 			}
 		}
 	})
