@@ -157,12 +157,13 @@ suspicious-description flags. Nothing is pinned by looking.`,
 					row.State, row.Detail = string(trust.StateNew), "not pinned yet: the next run pins it on first use"
 				}
 				switch {
+				case vd.Reason == "":
+				case v.policy.Mode == config.TrustOff:
+					row.Status = "ignored (trust: off)"
 				case vd.Held:
 					row.Status = "quarantined"
-				case vd.Reason != "" && v.policy.Mode == config.TrustWarn:
+				default:
 					row.Status = "warning"
-				case vd.Reason != "":
-					row.Status = "unchecked" // trust: off
 				}
 				if row.Detail == "" && vd.Pin != nil && !vd.FirstUse {
 					row.Detail = "pinned " + vd.Pin.PinnedAt.Format(time.DateOnly)
