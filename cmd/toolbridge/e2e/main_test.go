@@ -61,10 +61,11 @@ func TestMain(m *testing.M) {
 }
 
 // testEnv is the environment of a toolbridge the test runs: this
-// process's, a state directory of the test's own (so pins one test
-// records never meet another test's servers), then env, which wins.
+// process's, a default state directory of the test's own (so pins one
+// test records never meet another test's servers; a state_dir the config
+// or env sets still wins), then env, which wins.
 func testEnv(t *testing.T, env []string) []string {
-	return append(append(os.Environ(), "TOOLBRIDGE_STATE_DIR="+t.TempDir()), env...)
+	return append(append(os.Environ(), "XDG_STATE_HOME="+t.TempDir()), env...)
 }
 
 // writeConfig writes a config file into a temp dir and returns its path.
