@@ -221,10 +221,15 @@ func sameOrigin(raw string, base *url.URL) error {
 }
 
 // canonicalResource is the server URL as an RFC 8707 resource: no
-// fragment, no trailing slash.
+// fragment, no trailing slash, and neither the userinfo nor the query
+// (RFC 8707 §2 advises against one): a config may keep the server's own
+// credentials there (user:password@, ?api_key=), and the resource goes to
+// the authorization server and into the login URL, beyond any masking.
 func canonicalResource(u *url.URL) string {
 	c := *u
-	c.Fragment = ""
+	c.User = nil
+	c.RawQuery, c.ForceQuery = "", false
+	c.Fragment, c.RawFragment = "", ""
 	c.Path = strings.TrimSuffix(c.Path, "/")
 	c.RawPath = ""
 	return c.String()

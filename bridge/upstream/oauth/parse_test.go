@@ -194,3 +194,27 @@ func TestClientAssertion(t *testing.T) {
 		}
 	}
 }
+
+// TestCanonicalResource checks the resource toolbridge names to the
+// authorization server when the server publishes no resource metadata: the
+// server's URL without the credentials a config may put in it. It travels
+// in the login URL (printed by auth login --no-browser, opened in a
+// browser) and to a third party's endpoints, where no masking reaches it.
+func TestCanonicalResource(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"https://mcp.example/mcp", "https://mcp.example/mcp"},
+		{"https://mcp.example/mcp/", "https://mcp.example/mcp"},
+		{"https://mcp.example/mcp#frag", "https://mcp.example/mcp"},
+		{"https://bob:pw-secret@mcp.example/mcp", "https://mcp.example/mcp"},
+		{"https://mcp.example/mcp?api_key=key-secret&x=1", "https://mcp.example/mcp"},
+		{"http://127.0.0.1:8931/mcp?", "http://127.0.0.1:8931/mcp"},
+	} {
+		u, err := url.Parse(tt.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := canonicalResource(u); got != tt.want {
+			t.Errorf("canonicalResource(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
