@@ -24,8 +24,10 @@ import (
 // server that answers it 404 or 405 while its POSTs work (the conformance
 // suite's tools_call server answers 404) keeps its one session: calls go
 // through, nobody initializes again, and the server is not marked lost.
+// A refusal that asking again will not change (400, 406) is taken as 405:
+// the stream is asked for once, not once a second for ever.
 func TestRefusedGETStreamKeepsTheSession(t *testing.T) {
-	for _, status := range []int{http.StatusNotFound, http.StatusMethodNotAllowed} {
+	for _, status := range []int{http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusBadRequest, http.StatusNotAcceptable} {
 		t.Run(fmt.Sprint(status), func(t *testing.T) {
 			mcpHandler := server.NewStreamableHTTPServer(toolServer("s"))
 			var inits, gets atomic.Int32
@@ -86,6 +88,13 @@ func TestRefusedGETStreamKeepsTheSession(t *testing.T) {
 			}
 			if why, _ := p.Down("s"); why != "" {
 				t.Fatalf("the pool has the server down: %s", why)
+			}
+			// mcp-go asks again after a refusal it takes as passing once a
+			// second: past two of those, a second GET would have come.
+			// (A slow machine can only make this pass less often, never fail.)
+			time.Sleep(2500 * time.Millisecond)
+			if n := gets.Load(); n != 1 {
+				t.Fatalf("the GET stream was asked for %d times, want once", n)
 			}
 		})
 	}

@@ -38,10 +38,13 @@ func (u *Conn) httpClient() *http.Client {
 		// bounded like any answer.
 		next = u.auth.Transport(next)
 	}
-	return &http.Client{Transport: &limitTransport{
-		next: next, limit: limit,
-		answersOnStream: u.spec.Config.UpstreamTransport() == config.TransportSSE,
-	}}
+	legacySSE := u.spec.Config.UpstreamTransport() == config.TransportSSE
+	if !legacySSE {
+		// The legacy SSE transport's GET stream is the connection itself:
+		// a refusal there must stay an error.
+		next = optionalStream{next: next}
+	}
+	return &http.Client{Transport: &limitTransport{next: next, limit: limit, answersOnStream: legacySSE}}
 }
 
 // limitTransport bounds the response bodies of next. An event stream
