@@ -48,6 +48,10 @@ type sessionTable struct {
 
 	mu   sync.Mutex
 	byID map[string]*sessionEntry
+	// reserved counts the places held for initialize requests that have
+	// passed the guard and not yet been given their id: counted with byID,
+	// so that concurrent initializes cannot together pass max.
+	reserved int
 }
 
 // sessionEntry is one issued session.
@@ -65,27 +69,56 @@ func newSessionTable(idle time.Duration, max int, forget func(string)) *sessionT
 }
 
 // issue opens a session for principal and returns its id: 128 random bits,
-// so that ids cannot be guessed.
-func (t *sessionTable) issue(principal string) string {
+// so that ids cannot be guessed. The session takes the place res holds, if
+// any; without one it makes room as reserve does (mcp-go may mint an id
+// outside an initialize the guard saw).
+func (t *sessionTable) issue(principal string, res *reservation) string {
 	id := "mcp-session-" + rand.Text()
 	t.mu.Lock()
-	dropped := t.makeRoomLocked(1)
+	var dropped []string
+	if res != nil && !res.used {
+		res.used = true
+		t.reserved--
+	} else {
+		dropped = t.makeRoomLocked(1)
+	}
 	t.byID[id] = &sessionEntry{principal: principal, last: t.now()}
 	t.mu.Unlock()
 	t.forgetAll(dropped)
 	return id
 }
 
-// hasRoom reports whether one more session can be opened: it drops the
-// expired sessions and, when the table is full, the least recently used
-// idle one. It is false only when every session has a request running.
-func (t *sessionTable) hasRoom() bool {
+// reservation is a place in the table held for one initialize request.
+type reservation struct {
+	t    *sessionTable
+	used bool // the session was issued into it; guarded by t.mu
+}
+
+// reserve holds a place for one more session: it drops the expired
+// sessions and, when the table is full, the least recently used idle one.
+// It fails only when every place is taken by a session with a request
+// running or by another initialize in flight. release gives an unused
+// place back.
+func (t *sessionTable) reserve() (res *reservation, release func(), ok bool) {
 	t.mu.Lock()
 	dropped := t.makeRoomLocked(1)
-	ok := len(t.byID) < t.max
+	if ok = len(t.byID)+t.reserved < t.max; ok {
+		t.reserved++
+		res = &reservation{t: t}
+	}
 	t.mu.Unlock()
 	t.forgetAll(dropped)
-	return ok
+	if !ok {
+		return nil, nil, false
+	}
+	return res, func() {
+		t.mu.Lock()
+		if !res.used {
+			res.used = true
+			t.reserved--
+		}
+		t.mu.Unlock()
+	}, true
 }
 
 // makeRoomLocked drops the expired sessions, then idle ones, least
@@ -99,7 +132,7 @@ func (t *sessionTable) makeRoomLocked(n int) []string {
 			dropped = append(dropped, id)
 		}
 	}
-	for len(t.byID)+n > t.max {
+	for len(t.byID)+t.reserved+n > t.max {
 		oldest := ""
 		for id, e := range t.byID {
 			if e.busy == 0 && (oldest == "" || e.last.Before(t.byID[oldest].last)) {
@@ -210,17 +243,26 @@ type sessionResolver struct{ table *sessionTable }
 // ResolveSessionIdManager implements server.SessionIdManagerResolver. r is
 // nil when mcp-go ends sessions by itself (CloseSessions).
 func (s sessionResolver) ResolveSessionIdManager(r *http.Request) server.SessionIdManager {
-	return boundSessions{table: s.table, principal: principalOf(r)}
+	b := boundSessions{table: s.table, principal: principalOf(r)}
+	if r != nil {
+		b.res, _ = r.Context().Value(reservationKey{}).(*reservation)
+	}
+	return b
 }
+
+// reservationKey carries an initialize request's reserved place from the
+// guard to the id manager mcp-go resolves for it.
+type reservationKey struct{}
 
 // boundSessions is the sessions of one principal.
 type boundSessions struct {
 	table     *sessionTable
 	principal string
+	res       *reservation // the place the guard reserved for this initialize, if any
 }
 
 // Generate implements server.SessionIdManager.
-func (b boundSessions) Generate() string { return b.table.issue(b.principal) }
+func (b boundSessions) Generate() string { return b.table.issue(b.principal, b.res) }
 
 // Validate implements server.SessionIdManager.
 func (b boundSessions) Validate(id string) (bool, error) {
@@ -255,9 +297,14 @@ func guardSessions(table *sessionTable, next http.Handler) http.Handler {
 			if !ok {
 				return
 			}
-			if id == "" && isInitialize(body) && !table.hasRoom() {
-				http.Error(w, "toolbridge: too many sessions with requests running (serve.max_sessions); retry later", http.StatusServiceUnavailable)
-				return
+			if id == "" && isInitialize(body) {
+				res, release, ok := table.reserve()
+				if !ok {
+					http.Error(w, "toolbridge: too many sessions with requests running (serve.max_sessions); retry later", http.StatusServiceUnavailable)
+					return
+				}
+				defer release()
+				r = r.WithContext(context.WithValue(r.Context(), reservationKey{}, res))
 			}
 		}
 		if id != "" {

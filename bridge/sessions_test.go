@@ -201,7 +201,7 @@ func TestSessionTable(t *testing.T) {
 	tab := newSessionTable(time.Minute, 2, func(id string) { forgotten = append(forgotten, id) })
 	tab.now = func() time.Time { return now }
 
-	a := tab.issue("alice")
+	a := tab.issue("alice", nil)
 	if _, err := tab.acquire(a, "bob"); err == nil {
 		t.Fatal("bob acquired alice's session")
 	}
@@ -220,8 +220,8 @@ func TestSessionTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	now = now.Add(time.Hour)
-	b := tab.issue("bob")
-	c := tab.issue("carol") // full: busy a stays, idle b goes
+	b := tab.issue("bob", nil)
+	c := tab.issue("carol", nil) // full: busy a stays, idle b goes
 	if !tab.valid(a, "alice") || !tab.valid(c, "carol") {
 		t.Fatal("a busy or a new session was dropped")
 	}
@@ -237,8 +237,49 @@ func TestSessionTable(t *testing.T) {
 	if tab.valid(a, "alice") {
 		t.Fatal("a session outlived its idle timeout")
 	}
-	if !tab.hasRoom() || !slices.Contains(forgotten, a) {
+	_, releaseRoom, ok := tab.reserve()
+	if !ok || !slices.Contains(forgotten, a) {
 		t.Fatalf("the expired session was not forgotten: %v", forgotten)
+	}
+	releaseRoom()
+}
+
+// TestSessionReservationsBoundConcurrentInitializes: initializes that pass
+// the guard together hold their places before any of them is issued an id,
+// so the table never holds more than max, and a place given back unused
+// (an initialize that failed) is free again.
+func TestSessionReservationsBoundConcurrentInitializes(t *testing.T) {
+	tab := newSessionTable(time.Minute, 3, nil)
+	busy, err := tab.acquire(tab.issue("alice", nil), "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy()
+	var held []*reservation
+	var releases []func()
+	for range 2 {
+		res, release, ok := tab.reserve()
+		if !ok {
+			t.Fatalf("reserving within the bound failed (%d held)", len(held))
+		}
+		held, releases = append(held, res), append(releases, release)
+	}
+	if _, _, ok := tab.reserve(); ok {
+		t.Fatal("a third initialize in flight got a place past serve.max_sessions")
+	}
+	tab.issue("bob", held[0])
+	releases[0]() // after issue: the place is the session's now
+	releases[1]() // never issued: the place is free again
+	if n := tab.len(); n != 2 {
+		t.Fatalf("table holds %d sessions, want 2", n)
+	}
+	if _, release, ok := tab.reserve(); !ok {
+		t.Fatal("a place given back unused was not free again")
+	} else {
+		release()
+	}
+	if tab.reserved != 0 {
+		t.Fatalf("%d places still reserved after every initialize ended", tab.reserved)
 	}
 }
 
