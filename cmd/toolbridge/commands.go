@@ -93,6 +93,8 @@ several; with none, it lists the catalog by server.`,
 	}
 	f := a.configFlags(cmd, noKeyFlags)
 	limit := cmd.Flags().Int("limit", 0, "how many tools to show (default search.default_limit)")
+	readOnly := cmd.Flags().Bool("read-only", false, "only tools marked read-only (readOnlyHint), as tool_search's read_only")
+	noDestructive := cmd.Flags().Bool("exclude-destructive", false, "leave out tools that may be destructive, as tool_search's exclude_destructive")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if *limit < 0 {
 			return usageErrorf(cmd, "--limit must not be negative, got %d", *limit)
@@ -105,6 +107,12 @@ several; with none, it lists the catalog by server.`,
 		params := map[string]any{"query": strings.Join(args, " ")}
 		if *limit > 0 {
 			params["limit"] = *limit
+		}
+		if *readOnly {
+			params["read_only"] = true
+		}
+		if *noDestructive {
+			params["exclude_destructive"] = true
 		}
 		return metaCall(cmd.Context(), s, a.io, "search", toolid.MetaSearch, params)
 	}

@@ -280,6 +280,10 @@ func TestTrustCLIWithReferenceCatalog(t *testing.T) {
 	if out := run(0, "trust", "list"); !strings.Contains(out, "not pinned yet") {
 		t.Errorf("trust list after forget:\n%s", out)
 	}
+	// The CLI's search takes tool_search's annotation filters.
+	if out := run(0, "search", "create directory tree", "--read-only"); !strings.Contains(out, "hints: read-only") || strings.Contains(out, "hints: destructive") || strings.Contains(out, "create_directory") || !strings.Contains(out, "read_only removed") {
+		t.Errorf("search --read-only:\n%s", out)
+	}
 	run(2, "trust", "approve")
 	run(2, "trust", "approve", "github::create_issue", "--all")
 	run(2, "trust", "diff", "not-an-id")
