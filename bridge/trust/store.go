@@ -3,6 +3,7 @@ package trust
 import (
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -25,8 +26,10 @@ type Store struct {
 	// mem holds the pins instead of dir when there is no state directory.
 	mem map[string]ServerPins
 	mu  sync.Mutex // serialises read-modify-write within this process
-	// memo spares Review re-hashing tools that did not change.
+	// memo spares Review re-hashing tools that did not change; read
+	// spares it re-reading pin files that did not change.
 	memo memo
+	read map[string]readPins
 }
 
 // NewStore returns the pin store in dir.
@@ -77,6 +80,19 @@ func (s *Store) load(server string) (*ServerPins, error) {
 		p.Tools = maps.Clone(p.Tools)
 		return &p, nil
 	}
+	// Every write replaces the file (a new inode), so an unchanged
+	// file, size and modification time mean the pins read last time.
+	path, err := s.dir.Path(name)
+	if err != nil {
+		return nil, err
+	}
+	fi, statErr := os.Stat(path)
+	if c, ok := s.read[server]; ok && statErr == nil && os.SameFile(c.fi, fi) && c.fi.ModTime().Equal(fi.ModTime()) && c.fi.Size() == fi.Size() {
+		p := c.pins
+		p.Tools = maps.Clone(p.Tools)
+		return &p, nil
+	}
+	delete(s.read, server)
 	var p ServerPins
 	found, err := s.dir.ReadJSON(name, &p)
 	if err != nil {
@@ -86,14 +102,26 @@ func (s *Store) load(server string) (*ServerPins, error) {
 		return nil, nil
 	}
 	if p.Version != FormatVersion {
-		path, _ := s.dir.Path(name)
 		return nil, fmt.Errorf("loading pins of server %q: %w", server,
 			&statefile.CorruptError{Path: path, Err: fmt.Errorf("format version %d, want %d", p.Version, FormatVersion)})
 	}
 	if p.Tools == nil {
 		p.Tools = map[string]Pin{}
 	}
+	if statErr == nil {
+		if s.read == nil {
+			s.read = map[string]readPins{}
+		}
+		s.read[server] = readPins{fi: fi, pins: ServerPins{Version: p.Version, Tools: maps.Clone(p.Tools)}}
+	}
 	return &p, nil
+}
+
+// readPins is a pin file as last read, so that a gateway re-reviewing on
+// every catalog change does not parse an unchanged file again.
+type readPins struct {
+	fi   os.FileInfo
+	pins ServerPins
 }
 
 // update changes a server's pins in place: fn gets the current pins

@@ -194,3 +194,34 @@ func TestMemoryStore(t *testing.T) {
 		t.Fatalf("Servers after forgetting = %v", got)
 	}
 }
+
+// A pin file changed by another process (toolbridge trust approve) is
+// read again; an unchanged one is not parsed again but gives the same pins.
+func TestStoreRereadsChangedFile(t *testing.T) {
+	s, _ := newStore(t)
+	other := NewStore(s.dir) // another process on the same directory
+	d := sample()
+	if err := s.Add("gh", map[string]Pin{d.Name: NewPin(d, t0, false)}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		p, err := s.Load("gh")
+		if err != nil || p.Tools[d.Name].Approved {
+			t.Fatalf("Load = %+v, %v; want the first-use pin", p, err)
+		}
+		delete(p.Tools, d.Name) // the caller's copy: must not change the store's
+	}
+	if err := other.Approve("gh", []Definition{d}, t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Load("gh")
+	if err != nil || !p.Tools[d.Name].Approved {
+		t.Fatalf("after another store approved: %+v, %v; want the approval", p, err)
+	}
+	if _, err := other.Forget("gh"); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := s.Load("gh"); p != nil || err != nil {
+		t.Fatalf("after another store forgot: %+v, %v; want no pins", p, err)
+	}
+}
