@@ -166,7 +166,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g.srv.EnableSampling()
 	g.relay = upstream.NewRelay(g.srv, g.upstreamChanged)
 	g.pool = upstream.NewPool(cfg, upstream.PoolOptions{
-		Environ: opts.Environ, Progress: opts.Progress, Version: Version, OnReconnect: g.rebuild, OnJoin: g.joined,
+		Environ: opts.Environ, Progress: opts.Progress, Version: Version, OnReconnect: func() { g.rebuild() }, OnJoin: g.joined,
 		Logger: transportLogger(logger),
 	}, g.relay)
 	g.life, g.endLife = context.WithCancel(context.Background())
@@ -238,14 +238,30 @@ func (g *Gateway) upstreamChanged(u *upstream.Conn, method string) {
 		}
 		// Republishing is coalesced too: refreshes of many lists and
 		// servers that end together make one rebuild, and so at most one
-		// list_changed per kind to the clients.
-		g.refreshes.do("rebuild", g.rebuild)
+		// list_changed per kind to the clients. A rebuild that changed what
+		// clients see holds the next one back for listChangedInterval, so a
+		// server whose tools really change in a loop costs clients at most
+		// a few list_changed (and re-lists) a second: the first change is
+		// told at once, the last one always after it.
+		g.refreshes.do("rebuild", func() {
+			if g.rebuild() {
+				select {
+				case <-time.After(listChangedInterval):
+				case <-g.life.Done():
+				}
+			}
+		})
 	})
 }
 
+// listChangedInterval is the least time between two republishings that a
+// list change upstream causes (see upstreamChanged).
+const listChangedInterval = 200 * time.Millisecond
+
 // rebuild publishes a new catalog and re-registers what changed. Clients are
-// told (notifications/*/list_changed) only when their view really changed.
-func (g *Gateway) rebuild() {
+// told (notifications/*/list_changed) only when their view really changed;
+// it reports whether it did.
+func (g *Gateway) rebuild() (told bool) {
 	g.rebuildMu.Lock()
 	defer g.rebuildMu.Unlock()
 	live := g.settings()
@@ -271,6 +287,7 @@ func (g *Gateway) rebuild() {
 	if print := fingerprint(tools, func(t server.ServerTool) any { return t.Tool }); !bytes.Equal(print, g.toolsPrint) {
 		g.toolsPrint = print
 		g.srv.SetTools(tools...)
+		told = true
 	}
 
 	prompts := make([]server.ServerPrompt, 0, len(cat.Prompts))
@@ -282,6 +299,7 @@ func (g *Gateway) rebuild() {
 	if print := fingerprint(prompts, func(p server.ServerPrompt) any { return p.Prompt }); !bytes.Equal(print, g.promptPrint) {
 		g.promptPrint = print
 		g.srv.SetPrompts(prompts...)
+		told = true
 	}
 
 	resources := make([]server.ServerResource, 0, len(cat.Resources))
@@ -313,7 +331,9 @@ func (g *Gateway) rebuild() {
 		g.resPrint = print
 		g.srv.SetResources(resources...)
 		g.srv.SetResourceTemplates(templates...)
+		told = true
 	}
+	return told
 }
 
 // fingerprint is a digest of the JSON of what clients would see of a

@@ -3,7 +3,9 @@ package bridge
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolbridge/toolbridge/bridge/upstream"
+	"github.com/toolbridge/toolbridge/config"
 )
 
 // listDelay is how long the storming server takes to answer a list: it
@@ -150,5 +153,69 @@ func TestCoalescer(t *testing.T) {
 	time.Sleep(10 * time.Millisecond)
 	if runs.Load() != 2 || most.Load() != 1 {
 		t.Errorf("%d runs, %d at once; want 2 (the first and one pending), 1 at once", runs.Load(), most.Load())
+	}
+}
+
+// TestDownstreamListChangedIsDebounced: an upstream whose tool list really
+// changes in a loop (each notification brings a new tool) makes the
+// clients a few list_changed a second, not one per change, and the last
+// change still reaches them.
+func TestDownstreamListChangedIsDebounced(t *testing.T) {
+	up := server.NewMCPServer("churn", "1.0.0", server.WithToolCapabilities(true))
+	noop := func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("ok"), nil
+	}
+	up.AddTool(mcp.NewTool("tool_0"), noop)
+	cfg := testConfig()
+	cfg.Mode = config.ModeOff // every tool listed: each change is one clients see
+	g, err := New(cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = g.Close() })
+	if err := g.Connect(context.Background(), []upstream.Spec{{Name: "churn", InProcess: up}}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.NewInProcessClient(g.MCPServer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = startClient(t, c)
+	var told atomic.Int64
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == string(mcp.MethodNotificationToolsListChanged) {
+			told.Add(1)
+		}
+	})
+
+	start := time.Now()
+	const changes = 300
+	for i := 1; i <= changes; i++ {
+		up.AddTool(mcp.NewTool(fmt.Sprintf("tool_%d", i)), noop) // sends list_changed
+		time.Sleep(time.Millisecond)
+	}
+	last := fmt.Sprintf("tool_%d", changes)
+	eventually(t, "the last change reaches the catalog", func() bool {
+		_, ok := g.Catalog().ByExposed(last)
+		return ok
+	})
+	// Give a list_changed still held back its time to be sent.
+	time.Sleep(2 * listChangedInterval)
+	elapsed := time.Since(start)
+	// At most one republishing per interval, plus the first and the last.
+	bound := int64(elapsed/listChangedInterval) + 2
+	t.Logf("%d tool changes over %s: %d list_changed downstream (bound %d)", changes, elapsed.Round(time.Millisecond), told.Load(), bound)
+	if told.Load() == 0 {
+		t.Fatal("the client was never told the tools changed")
+	}
+	if told.Load() > bound {
+		t.Fatalf("%d list_changed for %d changes over %s: not debounced (at most %d)", told.Load(), changes, elapsed, bound)
+	}
+	res, err := c.ListTools(context.Background(), mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(res.Tools, func(tl mcp.Tool) bool { return tl.Name == last }) {
+		t.Fatalf("the client's list lacks the last change %s", last)
 	}
 }
