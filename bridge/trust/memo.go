@@ -1,7 +1,9 @@
 package trust
 
 import (
-	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"io"
 	"sync"
 )
 
@@ -18,7 +20,7 @@ type memo struct {
 type memoKey struct{ server, tool string }
 
 type memoEntry struct {
-	def   Definition
+	print [sha256.Size]byte // of the definition's bytes, see fingerprint
 	hash  string
 	flags []Flag
 }
@@ -33,13 +35,14 @@ func (m *memo) assess(server string, d Definition) (string, []Flag) {
 		return d.Hash(), Check(d)
 	}
 	k := memoKey{server, d.Name}
+	print := fingerprint(d)
 	m.mu.Lock()
 	e, ok := m.m[k]
 	m.mu.Unlock()
-	if ok && sameDefinition(e.def, d) {
+	if ok && e.print == print {
 		return e.hash, e.flags
 	}
-	e = memoEntry{def: d, hash: d.Hash(), flags: Check(d)}
+	e = memoEntry{print: print, hash: d.Hash(), flags: Check(d)}
 	m.mu.Lock()
 	if m.m == nil || len(m.m) >= maxMemo {
 		m.m = map[memoKey]memoEntry{}
@@ -49,9 +52,23 @@ func (m *memo) assess(server string, d Definition) (string, []Flag) {
 	return e.hash, e.flags
 }
 
-// sameDefinition reports whether a and b are byte for byte the same.
-func sameDefinition(a, b Definition) bool {
-	return a.Name == b.Name && a.Title == b.Title && a.Description == b.Description &&
-		bytes.Equal(a.InputSchema, b.InputSchema) && bytes.Equal(a.OutputSchema, b.OutputSchema) &&
-		annotationsText(a.Annotations) == annotationsText(b.Annotations)
+// fingerprint digests d's bytes as they are, each field length-prefixed:
+// far cheaper than Hash, which re-encodes the schemas, and small to keep
+// (a 10,000-tool catalog must not hold its definitions twice).
+func fingerprint(d Definition) [sha256.Size]byte {
+	h := sha256.New()
+	var n [binary.MaxVarintLen64]byte
+	field := func(b string) {
+		h.Write(n[:binary.PutUvarint(n[:], uint64(len(b)))])
+		io.WriteString(h, b) // sha256's digest copies no string
+	}
+	field(d.Name)
+	field(d.Title)
+	field(d.Description)
+	field(string(d.InputSchema))
+	field(string(d.OutputSchema))
+	field(annotationsText(d.Annotations))
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	return sum
 }
