@@ -250,6 +250,16 @@ const sessions = {
       assert(sc.partial === true && sc.tools.length > 0 && sc.catalog?.length > 0, clip(sc));
       return sc.tools.map((t) => t.id).join(", ");
     }],
+    // Annotation filters add hints to every hit and a count of what they
+    // removed: the SDK holds that answer to the outputSchema too.
+    ["search: read_only filter with hints", async () => {
+      const res = await call("tool_search", { query: "note", read_only: true, exclude_destructive: true, limit: 20 });
+      assert(!res.isError, textOf(res));
+      const sc = res.structuredContent;
+      assert(sc.tools.length > 0 && sc.tools.every((t) => t.annotations?.includes("read-only")), clip(sc));
+      assert(sc.filtered_out > 0, `nothing filtered out: ${clip(sc)}`);
+      return `${sc.tools.map((t) => t.id).join(", ")}; ${sc.filtered_out} filtered out`;
+    }],
     ["describe: a batch", () => describeBatch(["math::convert_units", "notes::list_tags", "json::json_validate"])],
     ["describe: openai format", async () => {
       const sc = (await describe({ tool_name: "math::convert_units", format: "openai" })).structuredContent;
