@@ -600,6 +600,30 @@ func getReadyz(t *testing.T, base string) (int, readyz) {
 	return resp.StatusCode, r
 }
 
+// waitReadyz polls /readyz until every server in names is listed, and
+// returns that answer (or the last one, when names never all show). A
+// start does not wait for the servers (initialize is answered at once), so
+// /healthz answers before /readyz knows how each server's connect ended.
+func waitReadyz(t *testing.T, base string, names ...string) (int, readyz) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		code, r := getReadyz(t, base)
+		listed := map[string]bool{}
+		for _, s := range r.Servers {
+			listed[s.Name] = true
+		}
+		all := true
+		for _, n := range names {
+			all = all && listed[n]
+		}
+		if all || time.Now().After(deadline) {
+			return code, r
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // TestHTTPHealthReadyAndSignals runs the HTTP gateway with two working
 // servers and one whose port refuses connections: /healthz is 200, /readyz
 // is 200 and lists all three with their state, the working tools answer
@@ -614,7 +638,7 @@ func TestHTTPHealthReadyAndSignals(t *testing.T) {
 			cfg := demoConfig(t, "", "  refused:\n    url: "+refused+"\n")
 			h := startHTTPProc(t, "--config", cfg, "--mode", "off")
 
-			code, r := getReadyz(t, h.base)
+			code, r := waitReadyz(t, h.base, "math", "refused", "text")
 			if code != http.StatusOK || !r.Ready {
 				t.Fatalf("/readyz: %d ready=%v, want 200 and ready with two servers up: %+v", code, r.Ready, r)
 			}
@@ -683,7 +707,7 @@ func TestReadyzWithoutServers(t *testing.T) {
 	refused := fmt.Sprintf("http://127.0.0.1:%d/mcp", testenv.FreePort(t))
 	cfg := writeConfig(t, "toolbridge.yaml", "mcpServers:\n  refused:\n    url: "+refused+"\n")
 	h := startHTTPProc(t, "--config", cfg)
-	code, r := getReadyz(t, h.base)
+	code, r := waitReadyz(t, h.base, "refused")
 	if code != http.StatusServiceUnavailable || r.Ready {
 		t.Fatalf("/readyz with no server up: %d ready=%v, want 503 and not ready", code, r.Ready)
 	}
