@@ -31,15 +31,16 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, e
 	}
 	logger := log.New(errLog, "toolbridge: ", 0)
 	s.SetErrorLogger(logger)
+	w := &lockedWriter{w: out}
+	out = w
 	if limit := g.settings().cfg.Serve.MaxBodyBytes; limit > 0 {
-		w := &lockedWriter{w: out}
-		out = w
 		in = upstream.NewBoundedLines(in, limit, func(prefix []byte) ([]byte, error) {
 			logger.Printf("dropped a message longer than serve.max_body_bytes (%d bytes)", limit)
 			_, _ = w.Write(tooLargeAnswer(upstream.LeadingID(prefix), limit))
 			return nil, nil
 		})
 	}
+	in = newRefusingLines(in, func(answer []byte) { _, _ = w.Write(answer) })
 	// Listen cancels the calls in flight as soon as its context ends, so it
 	// gets a context of its own, ended only after the grace period.
 	listenCtx, stopListening := context.WithCancel(context.WithoutCancel(ctx))

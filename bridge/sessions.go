@@ -340,11 +340,22 @@ func readMessage(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 		return nil, false
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
+	if why := refusedMessage(body); why != "" {
+		writeRPCError(w, http.StatusBadRequest, nil, mcp.INVALID_REQUEST, why)
+		return nil, false
+	}
+	return body, true
+}
+
+// refusedMessage says why a message must be refused with -32600 before
+// mcp-go sees it, or "" if it may go on. mcp-go misreports both cases: a
+// batch is valid JSON, yet it answers "not valid json" (or a parse error
+// on stdio), and it answers a request whose id is an object as if the id
+// were fine. Both transports refuse them the same way.
+func refusedMessage(body []byte) string {
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) > 0 && trimmed[0] == '[' && json.Valid(trimmed) {
-		writeRPCError(w, http.StatusBadRequest, nil, mcp.INVALID_REQUEST,
-			"batch not supported: JSON-RPC batches were removed from MCP in 2025-06-18; send one message per request")
-		return nil, false
+		return "batch not supported: JSON-RPC batches were removed from MCP in 2025-06-18; send one message per request"
 	}
 	var msg struct {
 		ID json.RawMessage `json:"id"`
@@ -352,12 +363,10 @@ func readMessage(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	if json.Unmarshal(body, &msg) == nil && len(msg.ID) > 0 {
 		switch msg.ID[0] {
 		case '{', '[', 't', 'f':
-			writeRPCError(w, http.StatusBadRequest, nil, mcp.INVALID_REQUEST,
-				"invalid request: id must be a string or a number")
-			return nil, false
+			return "invalid request: id must be a string or a number"
 		}
 	}
-	return body, true
+	return ""
 }
 
 // isInitialize reports whether a POST body is an initialize request.

@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"sync"
@@ -33,4 +34,37 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 func tooLargeAnswer(id any, limit int64) []byte {
 	return upstream.ErrorLine(id, mcp.INVALID_REQUEST,
 		fmt.Sprintf("message dropped: it is longer than serve.max_body_bytes (%d bytes); send smaller messages", limit))
+}
+
+// refusingLines hands mcp-go the lines of r, less the messages that
+// refusedMessage refuses (a batch, an id that is an object): those are
+// answered on the spot with -32600, as over HTTP, and the session goes on.
+type refusingLines struct {
+	r      *bufio.Reader
+	answer func(line []byte)
+	line   []byte // what is left of the current line to hand out
+	err    error  // sticky, returned once line is handed out
+}
+
+func newRefusingLines(r io.Reader, answer func([]byte)) *refusingLines {
+	return &refusingLines{r: bufio.NewReader(r), answer: answer}
+}
+
+// Read implements io.Reader.
+func (l *refusingLines) Read(p []byte) (int, error) {
+	for len(l.line) == 0 {
+		if l.err != nil {
+			return 0, l.err
+		}
+		line, err := l.r.ReadBytes('\n')
+		l.err = err
+		if why := refusedMessage(line); why != "" {
+			l.answer(upstream.ErrorLine(nil, mcp.INVALID_REQUEST, why))
+			continue
+		}
+		l.line = line
+	}
+	n := copy(p, l.line)
+	l.line = l.line[n:]
+	return n, nil
 }
