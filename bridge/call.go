@@ -204,6 +204,9 @@ func (g *Gateway) resolve(cat *Catalog, name string) (*Tool, string) {
 	if r, ok := cat.findRemoved(clean); ok {
 		return g.recheck(r)
 	}
+	if why := g.unreachableServer(clean); why != "" {
+		return nil, why
+	}
 	if ambiguous(clean, candidates) {
 		return nil, fmt.Sprintf("Tool name %q is ambiguous: %d servers have a tool of that name: %s. Call it by its full id, e.g. %s.", clip(name, maxEcho), len(candidates), strings.Join(candidates, ", "), candidates[0])
 	}
@@ -492,10 +495,36 @@ func (g *Gateway) failureResult(ctx context.Context, c call, err error) (*mcp.Ca
 	}
 }
 
+// unreachableServer explains an id whose server is configured but whose
+// tools are not known, because it needs a login or is down (it never
+// listed them): that, not "unknown tool", is what the model and the user
+// need to hear. It is "" when the id names no such server.
+func (g *Gateway) unreachableServer(id string) string {
+	server, tool, ok := toolid.Split(id)
+	if !ok {
+		return ""
+	}
+	if _, configured := g.settings().cfg.Servers[server]; !configured {
+		return ""
+	}
+	if g.pool.NeedsLogin(server) {
+		return needsLogin(server, id)
+	}
+	if why, _ := g.pool.Down(server); why != "" {
+		return fmt.Sprintf("Server %q is down (%s), so its tools, %s among them if it has it, are not known yet. toolbridge keeps reconnecting it; other servers' tools still work.", server, why, clip(tool, maxEcho))
+	}
+	return ""
+}
+
 // needsLoginResult tells the model the server needs a person to log in.
 func needsLoginResult(c call) *mcp.CallToolResult {
-	return toolError("Server %q needs login, so %s cannot run now: ask the user to run `toolbridge auth login %s` in a terminal; the running gateway picks the token up without a restart. Other servers' tools still work.",
-		c.tool.Server, c.tool.ID, c.tool.Server)
+	return mcp.NewToolResultError(needsLogin(c.tool.Server, c.tool.ID))
+}
+
+// needsLogin says that server needs a person to log in before id can run.
+func needsLogin(server, id string) string {
+	return fmt.Sprintf("Server %q needs login, so %s cannot run now: ask the user to run `toolbridge auth login %s` in a terminal; the running gateway picks the token up without a restart. Other servers' tools still work.",
+		server, clip(id, maxEcho), server)
 }
 
 // toolError is an isError result with one text block.

@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -299,5 +300,36 @@ func TestClientCancellationReachesUpstream(t *testing.T) {
 	case <-stopped:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the upstream's handler was not cancelled within 10s of the client's cancellation")
+	}
+}
+
+// TestCallToServerThatNeverListedSaysItIsDown: a configured server that
+// never connected has no tools in the catalog; a call to one of its ids
+// says the server is down, not that the tool is unknown. An id on a
+// server that is not configured is still an unknown tool.
+func TestCallToServerThatNeverListedSaysItIsDown(t *testing.T) {
+	cfg := bridgeConfig()
+	cfg.Timeouts.Connect = 5 * time.Second
+	cfg.Servers = map[string]config.Server{"broken": {Command: filepath.Join(t.TempDir(), "no-such-server")}}
+	g, err := New(cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = g.Close() })
+	specs := append(upstream.SpecsFromConfig(cfg), upstream.Spec{Name: "issues", InProcess: issueServer()})
+	_ = g.Connect(context.Background(), specs) // broken fails; issues serves
+	c := connectClient(t, g, mcp.ClientCapabilities{})
+	eventually(t, "broken is reported down", func() bool {
+		why, _ := g.pool.Down("broken")
+		return why != "" && why != "not connected"
+	})
+
+	res, text := callText(t, c, "tool_call", map[string]any{"tool_name": "broken::do_thing"})
+	if !res.IsError || !strings.Contains(text, `Server "broken" is down`) || strings.Contains(text, "Unknown tool") {
+		t.Errorf("call to a tool of a down server: isError %v, %q; want it to say the server is down", res.IsError, text)
+	}
+	res, text = callText(t, c, "tool_call", map[string]any{"tool_name": "nosuch::do_thing"})
+	if !res.IsError || !strings.Contains(text, "Unknown tool") {
+		t.Errorf("call on a server that is not configured: isError %v, %q; want Unknown tool", res.IsError, text)
 	}
 }
