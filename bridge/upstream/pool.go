@@ -21,6 +21,9 @@ type ServerStatus struct {
 	Name      string        `json:"name"`
 	Transport string        `json:"transport"`
 	Connected bool          `json:"connected"`
+	// Connecting says the server's first connect is still under way (it
+	// has no outcome yet), so it is listed before it has one.
+	Connecting bool `json:"connecting,omitempty"`
 	Tools     int           `json:"tools"`
 	Took      time.Duration `json:"took_ns"`
 	Error     string        `json:"error,omitempty"`
@@ -136,6 +139,13 @@ type dialed struct {
 // while slower servers are still starting, and publishes it on join once
 // start-up no longer waits for the rest.
 func (p *Pool) Connect(ctx context.Context, specs []Spec, ready func(*Conn)) error {
+	p.mu.Lock()
+	for _, spec := range specs {
+		if _, known := p.statuses[spec.Name]; !known {
+			p.statuses[spec.Name] = ServerStatus{Name: spec.Name, Transport: spec.Transport(), Connecting: true}
+		}
+	}
+	p.mu.Unlock()
 	_, err := p.dialAll(ctx, specs, func(o dialed) {
 		if o.u != nil && ready != nil {
 			ready(o.u)
@@ -392,6 +402,9 @@ func (p *Pool) Down(name string) (why string, next time.Time) {
 	}
 	if st.Error != "" {
 		return st.Error, st.NextAttempt
+	}
+	if st.Connecting {
+		return "still connecting", time.Time{}
 	}
 	return "not connected", st.NextAttempt
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -64,5 +65,40 @@ func TestConnectHandsEachServerOverAsItComesUp(t *testing.T) {
 	slices.Sort(joined)
 	if want := []string{"alpha", "beta"}; !slices.Equal(ready, want) || !slices.Equal(joined, want) {
 		t.Errorf("handed over %v, joined %v, want %v for both", ready, joined, want)
+	}
+}
+
+// TestStatusesListServersStillConnecting: a server whose first connect is
+// under way is listed (for /readyz) as connecting, and Down says so,
+// before it has any outcome.
+func TestStatusesListServersStillConnecting(t *testing.T) {
+	cfg := config.Default()
+	p := NewPool(&cfg, PoolOptions{}, NewRelay(nil, nil))
+	t.Cleanup(func() { _ = p.Close() })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		// A process that never answers initialize.
+		done <- p.Connect(ctx, []Spec{{Name: "mute", Config: config.Server{Command: "sleep", Args: []string{"60"}}}}, nil)
+	}()
+	var st ServerStatus
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if s := p.Statuses(); len(s) == 1 {
+			st = s[0]
+			break
+		}
+	}
+	if st.Name != "mute" || !st.Connecting || st.Connected {
+		t.Fatalf("status while connecting = %+v, want mute connecting", st)
+	}
+	if why, _ := p.Down("mute"); why != "still connecting" {
+		t.Errorf("Down while connecting = %q, want still connecting", why)
+	}
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("Connect of a server that never answered returned no error")
+	}
+	if s := p.Statuses(); len(s) != 1 || s[0].Connecting {
+		t.Errorf("status after the connect ended = %+v, want an outcome", s)
 	}
 }
