@@ -18,15 +18,15 @@ import (
 
 // ServerStatus is what the pool knows of one configured server.
 type ServerStatus struct {
-	Name      string        `json:"name"`
-	Transport string        `json:"transport"`
-	Connected bool          `json:"connected"`
+	Name      string `json:"name"`
+	Transport string `json:"transport"`
+	Connected bool   `json:"connected"`
 	// Connecting says the server's first connect is still under way (it
 	// has no outcome yet), so it is listed before it has one.
-	Connecting bool `json:"connecting,omitempty"`
-	Tools     int           `json:"tools"`
-	Took      time.Duration `json:"took_ns"`
-	Error     string        `json:"error,omitempty"`
+	Connecting bool          `json:"connecting,omitempty"`
+	Tools      int           `json:"tools"`
+	Took       time.Duration `json:"took_ns"`
+	Error      string        `json:"error,omitempty"`
 	// Restarts counts reconnections after the first connect.
 	Restarts int `json:"restarts,omitempty"`
 	// NextAttempt is when the supervisor tries again, while disconnected.
