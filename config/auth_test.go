@@ -1,6 +1,11 @@
 package config
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,6 +13,23 @@ import (
 )
 
 func TestAuthConfig(t *testing.T) {
+	// A real P-256 key in a file, named by ${KEYFILE} in the cases below.
+	ec, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(ec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(t.TempDir(), "key.pem")
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	notAKey := filepath.Join(t.TempDir(), "not-a-key.pem")
+	if err := os.WriteFile(notAKey, []byte("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name    string
 		auth    string // the YAML of the auth block, indented under it
@@ -34,9 +56,13 @@ func TestAuthConfig(t *testing.T) {
 		{name: "client credentials key", auth: `
       type: client_credentials
       client_id: ci
-      private_key_file: /etc/tb/key.pem
+      private_key_file: ${KEYFILE}
       signing_alg: ES256`,
-			want: Auth{Type: "client_credentials", ClientID: "ci", PrivateKeyFile: "/etc/tb/key.pem", SigningAlg: "ES256"}},
+			want: Auth{Type: "client_credentials", ClientID: "ci", PrivateKeyFile: keyFile, SigningAlg: "ES256"}},
+		{name: "key file missing", auth: "\n      type: client_credentials\n      client_id: ci\n      private_key_file: ${KEYFILE}.gone", wantErr: "auth.private_key_file: reading the key"},
+		{name: "key file not a key", auth: "\n      type: client_credentials\n      client_id: ci\n      private_key_file: " + notAKey, wantErr: "auth.private_key_file: " + notAKey + ": private key: cannot parse"},
+		{name: "key cannot sign alg", auth: "\n      type: client_credentials\n      client_id: ci\n      private_key_file: ${KEYFILE}\n      signing_alg: RS256", wantErr: "cannot sign RS256"},
+		{name: "key looks PEM but is not", auth: "\n      type: client_credentials\n      client_id: ci\n      private_key: \"-----BEGIN PRIVATE KEY-----\\nAAAA\\n-----END PRIVATE KEY-----\"", wantErr: "must be a PEM private key"},
 		{name: "unset variable", auth: "\n      client_secret: ${NOPE}\n      client_id: x", wantErr: "NOPE"},
 		{name: "bad type", auth: "\n      type: oauth2", wantErr: `auth.type: invalid value "oauth2"`},
 		{name: "secret without id", auth: "\n      client_secret: x", wantErr: "auth.client_secret: needs auth.client_id"},
@@ -62,7 +88,7 @@ func TestAuthConfig(t *testing.T) {
 			if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			cfg, err := Load(LoadOptions{Path: path, Environ: tt.environ})
+			cfg, err := Load(LoadOptions{Path: path, Environ: append(tt.environ, "KEYFILE="+keyFile)})
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("Load error = %v, want %q", err, tt.wantErr)

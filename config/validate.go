@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net"
 	"net/url"
+	"os"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -363,7 +364,7 @@ func (v *validator) server(p keyPath, name string, s Server) {
 		if hasCmd && !hasURL {
 			v.fail(p.key("auth"), "only remote servers (url) log in; a stdio server gets its credentials through env")
 		} else {
-			v.auth(p.key("auth"), s.Auth)
+			v.auth(p.key("auth"), s.Auth, !s.Disabled)
 		}
 	}
 	v.toolGlobs(p.key("allow_tools"), s.AllowTools)
@@ -430,8 +431,10 @@ func (a Auth) isZero() bool {
 		len(a.Scopes) == 0 && a.RedirectPort == 0 && a.PrivateKey == "" && a.PrivateKeyFile == "" && a.SigningAlg == ""
 }
 
-// auth checks a server's auth block. Messages never quote secrets.
-func (v *validator) auth(p keyPath, a Auth) {
+// auth checks a server's auth block. Messages never quote secrets. The
+// key file is read only for a server that is used (readKey): a disabled
+// server may name a key that exists only where it is enabled.
+func (v *validator) auth(p keyPath, a Auth, readKey bool) {
 	typ := a.Type
 	if typ == "" {
 		typ = AuthOAuth
@@ -462,8 +465,17 @@ func (v *validator) auth(p keyPath, a Auth) {
 	if a.PrivateKey != "" && a.PrivateKeyFile != "" {
 		v.fail(p.key("private_key"), "give private_key or private_key_file, not both")
 	}
-	if a.PrivateKey != "" && !strings.Contains(a.PrivateKey, "-----BEGIN") {
-		v.fail(p.key("private_key"), "must be a PEM private key (-----BEGIN PRIVATE KEY----- ...); use private_key_file for a file")
+	if a.PrivateKey != "" {
+		if _, _, err := ParseSigningKey(a.PrivateKey, a.SigningAlg); err != nil {
+			v.fail(p.key("private_key"), "must be a PEM private key (-----BEGIN PRIVATE KEY----- ...) that can sign signing_alg; use private_key_file for a file: %v", err)
+		}
+	}
+	if a.PrivateKeyFile != "" && readKey {
+		if pemText, err := os.ReadFile(a.PrivateKeyFile); err != nil {
+			v.fail(p.key("private_key_file"), "reading the key: %v", err)
+		} else if _, _, err := ParseSigningKey(string(pemText), a.SigningAlg); err != nil {
+			v.fail(p.key("private_key_file"), "%s: %v", a.PrivateKeyFile, err)
+		}
 	}
 	if a.SigningAlg != "" {
 		v.oneOf(p.key("signing_alg"), a.SigningAlg, "ES256", "ES384", "RS256")

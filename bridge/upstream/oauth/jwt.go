@@ -7,14 +7,13 @@ import (
 	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/sha512"
-	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
-	"errors"
 	"fmt"
 	"math/big"
 	"time"
+
+	"github.com/toolbridge/toolbridge/config"
 )
 
 // signer signs private_key_jwt client assertions (RFC 7523 §2.2) with an
@@ -24,50 +23,14 @@ type signer struct {
 	key crypto.Signer
 }
 
-// parseSigner reads a PEM private key (PKCS #8, SEC 1 or PKCS #1) and
-// checks it fits alg; an empty alg is chosen from the key. Errors never
-// quote the key.
+// parseSigner reads a PEM private key and checks it fits alg (see
+// config.ParseSigningKey, which config check uses too).
 func parseSigner(pemText, alg string) (*signer, error) {
-	block, _ := pem.Decode([]byte(pemText))
-	if block == nil {
-		return nil, errors.New("private key: not PEM")
-	}
-	var key any
-	var err error
-	switch block.Type {
-	case "EC PRIVATE KEY":
-		key, err = x509.ParseECPrivateKey(block.Bytes)
-	case "RSA PRIVATE KEY":
-		key, err = x509.ParsePKCS1PrivateKey(block.Bytes)
-	default:
-		key, err = x509.ParsePKCS8PrivateKey(block.Bytes)
-	}
+	key, alg, err := config.ParseSigningKey(pemText, alg)
 	if err != nil {
-		return nil, fmt.Errorf("private key: cannot parse the %s block", block.Type)
+		return nil, err
 	}
-	switch k := key.(type) {
-	case *ecdsa.PrivateKey:
-		want := map[int]string{256: "ES256", 384: "ES384"}[k.Curve.Params().BitSize]
-		if want == "" {
-			return nil, fmt.Errorf("private key: EC curve %s is not supported", k.Curve.Params().Name)
-		}
-		if alg == "" {
-			alg = want
-		}
-		if alg != want {
-			return nil, fmt.Errorf("private key: a %s key cannot sign %s", k.Curve.Params().Name, alg)
-		}
-		return &signer{alg: alg, key: k}, nil
-	case *rsa.PrivateKey:
-		if alg == "" {
-			alg = "RS256"
-		}
-		if alg != "RS256" {
-			return nil, fmt.Errorf("private key: an RSA key signs RS256, not %s", alg)
-		}
-		return &signer{alg: alg, key: k}, nil
-	}
-	return nil, fmt.Errorf("private key: %T keys are not supported (want EC or RSA)", key)
+	return &signer{alg: alg, key: key}, nil
 }
 
 // assertion returns a signed JWT naming the client as issuer and subject
