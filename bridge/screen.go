@@ -191,12 +191,15 @@ func (g *Gateway) noteTrust(changes []trace.TrustChange, seen map[string]string,
 }
 
 // reportTrust logs, traces and audits trust changes.
+// First-use pins are logged as one line per server (with how many), not
+// one per tool: a first run with 50 tools would print 50 lines.
 func (g *Gateway) reportTrust(live *settings, changes []trace.TrustChange) {
+	pinned := map[string]int{}
 	for _, c := range changes {
 		id := toolid.Join(c.Server, c.Tool)
 		switch c.Kind {
 		case trace.TrustPinned:
-			g.logger.Info("trust: pinned on first use", "tool", id, "detail", c.Reason)
+			pinned[c.Server]++
 		case trace.TrustReleased:
 			g.logger.Info("trust: released", "tool", id)
 		default:
@@ -208,6 +211,9 @@ func (g *Gateway) reportTrust(live *settings, changes []trace.TrustChange) {
 			// warn about them; a first-use pin is only logged.
 			live.hooks.AuditTrust(c.Server, c.Tool, c.Kind, c.Reason)
 		}
+	}
+	for _, server := range slices.Sorted(maps.Keys(pinned)) {
+		g.logger.Info("trust: pinned on first use", "server", server, "tools", pinned[server])
 	}
 }
 

@@ -39,9 +39,20 @@ func pinStore(cfg *config.Config) (*trust.Store, error) {
 
 // trustView is what the servers offer now, next to the pins.
 type trustView struct {
-	policy  config.Trust
-	pins    *trust.Store
-	offered map[string][]trust.Definition // connected servers only
+	policy     config.Trust
+	pins       *trust.Store
+	offered    map[string][]trust.Definition // connected servers only
+	configured map[string]bool
+	failed     int // configured servers that did not connect
+}
+
+// unreadable says why server's current definitions cannot be read: it is
+// not in the config, or it did not connect.
+func (v *trustView) unreadable(server string) error {
+	if !v.configured[server] {
+		return fmt.Errorf("no server %q in the config", server)
+	}
+	return fmt.Errorf("server %q is not connected: its current definitions cannot be read", server)
 }
 
 // openTrust connects to the configured servers and reads what they offer.
@@ -66,7 +77,14 @@ func (a *app) openTrust(ctx context.Context, f *configFlags) (*trustView, error)
 	if err := g.Connect(ctx, specs); err != nil {
 		fmt.Fprintln(a.io.err, "toolbridge: continuing without the servers that failed")
 	}
-	return &trustView{policy: policy, pins: pins, offered: g.Catalog().Definitions()}, nil
+	v := &trustView{policy: policy, pins: pins, offered: g.Catalog().Definitions(), configured: map[string]bool{}}
+	for name := range cfg.Servers {
+		v.configured[name] = true
+		if _, ok := v.offered[name]; !ok {
+			v.failed++
+		}
+	}
+	return v, nil
 }
 
 // review compares one server's offered tools with its pins under the
@@ -124,7 +142,9 @@ func (a *app) trustListCmd() *cobra.Command {
 		Long: `Connect to every server and compare each tool with its pinned definition:
 pinned (unchanged), changed, or new (not pinned yet), with the status the
 configured trust policy gives it (quarantined or warning) and the
-suspicious-description flags. Nothing is pinned by looking.`,
+suspicious-description flags. trust list and trust diff pin nothing; the
+commands that use the tools (serve, tools, search, describe, call) pin
+what they see first, as a gateway does.`,
 		Args: noArgs,
 	}
 	f := a.configFlags(cmd, noKeyFlags)
@@ -243,7 +263,7 @@ definition (- pinned, + now). With no tool given, every changed tool.`,
 		var errs []error
 		for _, server := range servers {
 			if _, ok := v.offered[server]; !ok {
-				errs = append(errs, fmt.Errorf("server %q is not connected: its current definitions cannot be read", server))
+				errs = append(errs, v.unreadable(server))
 				continue
 			}
 			r, err := v.review(server)
@@ -288,7 +308,15 @@ definition (- pinned, + now). With no tool given, every changed tool.`,
 			}
 		}
 		if len(args) == 0 && shown == 0 && len(errs) == 0 {
-			fmt.Fprintln(a.io.out, "no pinned tool has changed")
+			if v.failed > 0 {
+				fmt.Fprintln(a.io.out, "no pinned tool of the connected servers has changed")
+			} else {
+				fmt.Fprintln(a.io.out, "no pinned tool has changed")
+			}
+		}
+		if len(args) == 0 && v.failed > 0 {
+			// Silence about a server that did not connect is not "unchanged".
+			errs = append(errs, fmt.Errorf("%d configured server(s) did not connect, so their tools were not compared", v.failed))
 		}
 		return errors.Join(errs...)
 	}
@@ -370,7 +398,7 @@ under trust.block_suspicious. Review first with 'toolbridge trust diff'.`,
 		for _, server := range slices.Sorted(maps.Keys(picked)) {
 			offered, ok := v.offered[server]
 			if !ok {
-				errs = append(errs, fmt.Errorf("server %q is not connected: its current definitions cannot be read, so nothing of it is approved", server))
+				errs = append(errs, fmt.Errorf("%w, so nothing of it is approved", v.unreadable(server)))
 				continue
 			}
 			var defs []trust.Definition

@@ -573,11 +573,12 @@ func startHTTPProc(t *testing.T, args ...string) *httpProc {
 type readyz struct {
 	Ready   bool `json:"ready"`
 	Servers []struct {
-		Name      string `json:"name"`
-		Transport string `json:"transport"`
-		Connected bool   `json:"connected"`
-		Tools     int    `json:"tools"`
-		Error     string `json:"error"`
+		Name       string `json:"name"`
+		Transport  string `json:"transport"`
+		Connected  bool   `json:"connected"`
+		Connecting bool   `json:"connecting"`
+		Tools      int    `json:"tools"`
+		Error      string `json:"error"`
 	} `json:"servers"`
 }
 
@@ -600,10 +601,11 @@ func getReadyz(t *testing.T, base string) (int, readyz) {
 	return resp.StatusCode, r
 }
 
-// waitReadyz polls /readyz until every server in names is listed, and
-// returns that answer (or the last one, when names never all show). A
-// start does not wait for the servers (initialize is answered at once), so
-// /healthz answers before /readyz knows how each server's connect ended.
+// waitReadyz polls /readyz until every server in names is listed with the
+// outcome of its first connect (not "connecting"), and returns that answer
+// (or the last one, when they never all have one). A start does not wait
+// for the servers (initialize is answered at once), so /healthz answers
+// before /readyz knows how each server's connect ended.
 func waitReadyz(t *testing.T, base string, names ...string) (int, readyz) {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
@@ -611,7 +613,7 @@ func waitReadyz(t *testing.T, base string, names ...string) (int, readyz) {
 		code, r := getReadyz(t, base)
 		listed := map[string]bool{}
 		for _, s := range r.Servers {
-			listed[s.Name] = true
+			listed[s.Name] = !s.Connecting
 		}
 		all := true
 		for _, n := range names {
