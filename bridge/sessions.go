@@ -297,6 +297,14 @@ func guardSessions(table *sessionTable, next http.Handler) http.Handler {
 			if !ok {
 				return
 			}
+			if id == "" && !isInitialize(body) && !isModern(r.Header, body) {
+				// The spec: a request other than initialize without a
+				// session gets 400, not the 404 that means "your session
+				// ended". (2026-07-28 requests have no sessions at all.)
+				writeRPCError(w, http.StatusBadRequest, nil, mcp.INVALID_REQUEST,
+					"toolbridge: this request needs an "+sessionIDHeader+" header: send initialize first and use the session id it returns")
+				return
+			}
 			if id == "" && isInitialize(body) {
 				res, release, ok := table.reserve()
 				if !ok {
@@ -375,6 +383,21 @@ func isInitialize(body []byte) bool {
 		Method string `json:"method"`
 	}
 	return json.Unmarshal(body, &msg) == nil && msg.Method == string(mcp.MethodInitialize)
+}
+
+// isModern reports whether a request speaks protocol 2026-07-28 or later,
+// which has no sessions: by its MCP-Protocol-Version header or the
+// version in its params._meta, as mcp-go decides.
+func isModern(h http.Header, body []byte) bool {
+	if mcp.IsModernProtocol(h.Get(mcp.HeaderProtocolVersion)) {
+		return true
+	}
+	var msg struct {
+		Params struct {
+			Meta *mcp.Meta `json:"_meta"`
+		} `json:"params"`
+	}
+	return json.Unmarshal(body, &msg) == nil && mcp.IsModernProtocol(msg.Params.Meta.ProtocolVersion())
 }
 
 // writeRPCError answers with a JSON-RPC error.

@@ -44,6 +44,7 @@ func httpGateway(t *testing.T, serve func(*config.Serve)) string {
 // with sessions) sends it.
 type rawHTTP struct {
 	method, session, auth, body string
+	version                     string // MCP-Protocol-Version; the latest legacy one if empty
 }
 
 type rawAnswer struct {
@@ -64,7 +65,11 @@ func (r rawHTTP) do(t *testing.T, url string) rawAnswer {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set(mcp.HeaderProtocolVersion, mcp.LATEST_LEGACY_PROTOCOL_VERSION)
+	version := r.version
+	if version == "" {
+		version = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+	}
+	req.Header.Set(mcp.HeaderProtocolVersion, version)
 	if r.session != "" {
 		req.Header.Set(sessionIDHeader, r.session)
 	}
@@ -112,6 +117,7 @@ func TestHTTPSessionsAreChecked(t *testing.T) {
 		{"DELETE with another credential", rawHTTP{method: http.MethodDelete, session: sid, auth: "Bearer bob"}, 404},
 		{"GET without a session", rawHTTP{method: http.MethodGet, auth: "Bearer alice"}, 400},
 		{"DELETE without a session", rawHTTP{method: http.MethodDelete, auth: "Bearer alice"}, 400},
+		{"a request without a session", rawHTTP{auth: "Bearer alice", body: listBody}, 400},
 		// The refusals above left the session alone.
 		{"the session still works", rawHTTP{session: sid, auth: "Bearer alice", body: listBody}, 200},
 		{"DELETE ends it", rawHTTP{method: http.MethodDelete, session: sid, auth: "Bearer alice"}, 200},
@@ -123,6 +129,13 @@ func TestHTTPSessionsAreChecked(t *testing.T) {
 		if a.status != tt.want {
 			t.Errorf("%s: status %d, want %d: %s", tt.name, a.status, tt.want, a.body)
 		}
+	}
+	// 2026-07-28 has no sessions: such a request is left to mcp-go's own
+	// checks, never refused for want of one.
+	modern := rawHTTP{auth: "Bearer alice", version: mcp.ProtocolVersion20260728,
+		body: `{"jsonrpc":"2.0","id":9,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`}.do(t, url)
+	if strings.Contains(modern.body, sessionIDHeader+" header") {
+		t.Errorf("a 2026-07-28 request was refused for want of a session: %d %s", modern.status, modern.body)
 	}
 }
 
