@@ -340,11 +340,12 @@ func readMessage(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	body, err := io.ReadAll(r.Body)
 	_ = r.Body.Close()
 	if err != nil {
-		status := http.StatusBadRequest
-		if errors.As(err, new(*http.MaxBytesError)) {
-			status = http.StatusRequestEntityTooLarge
+		if tooLarge := new(http.MaxBytesError); errors.As(err, &tooLarge) {
+			writeRPCError(w, http.StatusRequestEntityTooLarge, nil, mcp.INVALID_REQUEST,
+				tooLargeMessage(tooLarge.Limit))
+			return nil, false
 		}
-		writeRPCError(w, status, nil, mcp.PARSE_ERROR, fmt.Sprintf("reading the request body: %v", err))
+		writeRPCError(w, http.StatusBadRequest, nil, mcp.PARSE_ERROR, fmt.Sprintf("reading the request body: %v", err))
 		return nil, false
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))

@@ -297,3 +297,26 @@ func TestSessionReservationsBoundConcurrentInitializes(t *testing.T) {
 }
 
 var _ server.SessionIdManagerResolver = sessionResolver{}
+
+// TestHTTPBodyOverLimitNamesTheKey: a POST over serve.max_body_bytes gets
+// 413 with a JSON-RPC error (-32600) that names the key and its value, as
+// the stdio transport says for a line over it.
+func TestHTTPBodyOverLimitNamesTheKey(t *testing.T) {
+	url := httpGateway(t, func(s *config.Serve) { s.MaxBodyBytes = 1024 })
+	a := rawHTTP{body: `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"x":"` + strings.Repeat("x", 4096) + `"}}`}.do(t, url)
+	if a.status != http.StatusRequestEntityTooLarge {
+		t.Fatalf("status %d, want 413: %s", a.status, a.body)
+	}
+	var msg struct {
+		Error struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(a.body), &msg); err != nil {
+		t.Fatalf("413 body is not JSON-RPC: %q", a.body)
+	}
+	if msg.Error.Code != mcp.INVALID_REQUEST || !strings.Contains(msg.Error.Message, "serve.max_body_bytes (1024 bytes)") {
+		t.Errorf("413 error = %+v, want -32600 naming serve.max_body_bytes (1024 bytes)", msg.Error)
+	}
+}

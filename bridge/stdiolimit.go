@@ -32,8 +32,13 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 
 // tooLargeAnswer is the JSON-RPC error line for a message over limit.
 func tooLargeAnswer(id any, limit int64) []byte {
-	return upstream.ErrorLine(id, mcp.INVALID_REQUEST,
-		fmt.Sprintf("message dropped: it is longer than serve.max_body_bytes (%d bytes); send smaller messages", limit))
+	return upstream.ErrorLine(id, mcp.INVALID_REQUEST, tooLargeMessage(limit))
+}
+
+// tooLargeMessage says a message was over serve.max_body_bytes, on stdio
+// and over HTTP alike.
+func tooLargeMessage(limit int64) string {
+	return fmt.Sprintf("message dropped: it is longer than serve.max_body_bytes (%d bytes); send smaller messages", limit)
 }
 
 // refusingLines hands mcp-go the lines of r, less the messages that
