@@ -88,7 +88,11 @@ func serve(ctx context.Context, cfg *config.Config, specs []upstream.Spec, logge
 		stopConnecting()
 		<-connected
 	}()
-	fmt.Fprintf(io.err, "toolbridge: %s; connecting %d servers\n", where(cfg, ln), len(specs))
+	servers := "servers"
+	if len(specs) == 1 {
+		servers = "server"
+	}
+	fmt.Fprintf(io.err, "toolbridge: %s; connecting %d %s\n", where(cfg, ln), len(specs), servers)
 	if r != nil {
 		// Reloads stop before the gateway closes, and wait for the first
 		// connect.

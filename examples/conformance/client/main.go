@@ -199,7 +199,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs := flag.NewFlagSet("client", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	toolbridge := fs.String("toolbridge", "", "the toolbridge binary (default: toolbridge on PATH)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: client [--toolbridge PATH] SERVER_URL\n\n"+
+			"Runs the conformance scenario named by MCP_CONFORMANCE_SCENARIO against SERVER_URL\n"+
+			"with toolbridge as the client (extra keys in MCP_CONFORMANCE_CONTEXT). Scenarios: %s\n\n",
+			strings.Join(supported(), ", "))
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil // -h asked for the usage, which Parse printed
+		}
 		return err
 	}
 	if fs.NArg() != 1 {
