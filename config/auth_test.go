@@ -111,6 +111,20 @@ func TestAuthConfig(t *testing.T) {
 	}
 }
 
+func TestAuthWithStaticAuthorizationHeader(t *testing.T) {
+	c := Default()
+	c.Servers = map[string]Server{"remote": {URL: "https://mcp.example.com/mcp",
+		Headers: map[string]string{"authorization": "Bearer s3cr3t"}, Auth: Auth{Type: AuthOAuth}}}
+	normalize(&c)
+	err := c.Validate()
+	if err == nil || !strings.Contains(err.Error(), "not both") {
+		t.Fatalf("Validate = %v, want an error that a header and an auth block conflict", err)
+	}
+	if strings.Contains(err.Error(), "s3cr3t") {
+		t.Errorf("the error quotes the header's secret: %v", err)
+	}
+}
+
 func TestAuthOnStdioServer(t *testing.T) {
 	c := Default()
 	c.Servers = map[string]Server{"local": {Command: "x", Auth: Auth{ClientID: "a"}}}

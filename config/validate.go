@@ -366,6 +366,12 @@ func (v *validator) server(p keyPath, name string, s Server) {
 		} else {
 			v.auth(p.key("auth"), s.Auth, !s.Disabled)
 		}
+		for k := range s.Headers {
+			if strings.EqualFold(k, "Authorization") {
+				// Which would win is a guess the user should not have to make.
+				v.fail(p.key("headers").key(k), "give either a static Authorization header or an auth block, not both: auth sets the header itself")
+			}
+		}
 	}
 	v.toolGlobs(p.key("allow_tools"), s.AllowTools)
 	v.toolGlobs(p.key("deny_tools"), s.DenyTools)
