@@ -181,7 +181,9 @@ func (p *Pool) dialAll(ctx context.Context, specs []Spec, each func(dialed)) ([]
 		o := <-results
 		if o.err != nil {
 			errs = append(errs, fmt.Errorf("connecting to %s: %w", o.spec.Name, o.err))
-			if IsNeedsLogin(o.err) {
+			if ctx.Err() != nil {
+				// Stopped, not failed: the caller says so once.
+			} else if IsNeedsLogin(o.err) {
 				fmt.Fprintf(p.progress, "toolbridge: ✗ %-20s %-15s needs login: run `toolbridge auth login %s`; it is picked up without a restart\n",
 					o.spec.Name, o.spec.Transport(), o.spec.Name)
 			} else {

@@ -503,6 +503,9 @@ func TestSignalWhileConnecting(t *testing.T) {
 	if stderr := p.stderrText(); strings.Contains(stderr, "servers up") || !strings.Contains(stderr, "stopped while connecting") {
 		t.Errorf("toolbridge reported a finished start after SIGTERM during connect, or did not say it stopped connecting:\n%s", stderr)
 	}
+	if stderr := p.stderrText(); strings.Contains(stderr, "✗ silent") {
+		t.Errorf("the server stopped by the signal was reported as failed:\n%s", stderr)
+	}
 }
 
 // httpProc is a toolbridge process serving streamable HTTP on loopback.
