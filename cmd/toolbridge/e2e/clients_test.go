@@ -82,7 +82,10 @@ func inspector(t *testing.T, env *testenv.NPMEnv, toolbridge []string, args ...s
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	cmdline := append(append([]string{"--cli", binary}, toolbridge...), args...)
+	// Inspector starts the server with a default environment of its own
+	// (HOME, PATH…), not the test's: the state directory is passed with -e,
+	// or toolbridge would pin into the user's real one.
+	cmdline := append(append([]string{"--cli", "-e", "TOOLBRIDGE_STATE_DIR=" + os.Getenv("TOOLBRIDGE_STATE_DIR"), binary}, toolbridge...), args...)
 	cmd := testenv.CommandContext(ctx, env.Bin(testenv.BinInspector), cmdline...)
 	var stderr testenv.SyncBuffer
 	cmd.Stderr = &stderr
