@@ -397,21 +397,28 @@ func wantCut(t *testing.T, got <-chan waitOutcome, grace string) {
 	}
 }
 
+// serveGatedHTTP serves g over streamable HTTP on 127.0.0.1 and connects
+// a client; stop shuts the server down, and served gets ServeHTTP's error.
+func serveGatedHTTP(t *testing.T, g *Gateway) (c *client.Client, ln net.Listener, stop func(), served chan error) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	served = make(chan error, 1)
+	go func() { served <- g.ServeHTTP(ctx, ln) }()
+	tr, err := transport.NewStreamableHTTP("http://" + ln.Addr().String() + "/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return startClient(t, client.NewClient(tr)), ln, stop, served
+}
+
 func TestHTTPShutdownAnswersCallsCutByTheGracePeriod(t *testing.T) {
 	for range 3 {
 		g, release, entered := gatedGateway(t, 50*time.Millisecond)
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, stop := context.WithCancel(context.Background())
-		served := make(chan error, 1)
-		go func() { served <- g.ServeHTTP(ctx, ln) }()
-		tr, err := transport.NewStreamableHTTP("http://" + ln.Addr().String() + "/mcp")
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := startClient(t, client.NewClient(tr))
+		c, _, stop, served := serveGatedHTTP(t, g)
 		got := callWait(t, c, entered)
 		stop()
 		wantCut(t, got, "50ms")
@@ -424,18 +431,7 @@ func TestHTTPShutdownAnswersCallsCutByTheGracePeriod(t *testing.T) {
 
 func TestHTTPShutdownLetsCallsInFlightFinish(t *testing.T) {
 	g, release, entered := gatedGateway(t, time.Minute)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- g.ServeHTTP(ctx, ln) }()
-	tr, err := transport.NewStreamableHTTP("http://" + ln.Addr().String() + "/mcp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := startClient(t, client.NewClient(tr))
+	c, ln, stop, served := serveGatedHTTP(t, g)
 	got := callWait(t, c, entered)
 	stop()
 	eventually(t, "the listener is closed", func() bool {
