@@ -26,6 +26,8 @@ type scratch struct {
 	slot    []int32
 	cacc    []float64
 	cname   []uint8
+	// cbest is each clause's best score, set by fuseClauses.
+	cbest [maxClauses]float64
 }
 
 func (ix *Index) getScratch(n int) *scratch {
@@ -51,6 +53,7 @@ func (ix *Index) putScratch(sc *scratch) {
 		sc.slot[g] = 0
 	}
 	sc.clauses = 0
+	sc.cbest = [maxClauses]float64{}
 	sc.cacc = sc.cacc[:0]
 	sc.cname = sc.cname[:0]
 	sc.touched = sc.touched[:0]
@@ -352,6 +355,7 @@ func (ix *Index) fuseClauses(sc *scratch) []int {
 		}
 	}
 	var out []int
+	sc.cbest = cbest
 	for c := range sc.clauses {
 		if cbest[c] > 0 && !slices.Contains(out, lead[c]) {
 			out = append(out, lead[c])
@@ -360,8 +364,8 @@ func (ix *Index) fuseClauses(sc *scratch) []int {
 	return out
 }
 
-// topHits selects the best limit candidates, applies the cutoff and turns
-// them into hits. The documents of lead, the best of each clause of a
+// topHits selects the best limit candidates, applies the cutoff (and the
+// clause cutoff, clausecut.go) and turns them into hits. The documents of lead, the best of each clause of a
 // split request, are kept in whatever the limit (unless the limit is
 // smaller than their number), in place of the lowest-ranked others, so
 // that each part of a task gets a tool. Caller holds mu (read).
@@ -392,11 +396,11 @@ func (ix *Index) topHits(sc *scratch, bonus map[int]*scored, best float64, limit
 			top = top[:limit]
 		}
 	}
-	for _, g := range sc.touched {
+	for i, g := range sc.touched {
 		if _, ok := bonus[g]; ok {
 			continue
 		}
-		if s := sc.acc[g]; s >= floor {
+		if s := sc.acc[g]; s >= floor || sc.clauseKept(i, ix.opts.ClauseCutoff) {
 			offer(scored{g: g, score: s, base: s})
 		}
 	}
