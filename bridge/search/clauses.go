@@ -6,17 +6,21 @@ import (
 	"unicode/utf8"
 )
 
-// maxClauses bounds the clauses a query is split into: each costs one
+// maxClauses bounds the clauses a query is scored in: each costs one
 // score slot per matching tool, and a task rarely needs more tools.
 const maxClauses = 6
 
-// splitClauses splits a request into the clauses that may each ask for a
+// maxPieces bounds the pieces splitClauses cuts a request into, before
+// parseRequest merges them down to maxClauses.
+const maxPieces = 24
+
+// splitClauses splits a request into the pieces that may each ask for a
 // different tool: at commas, semicolons, line breaks, the end of a
 // sentence, a colon followed by a space, and the words "and", "then" and
 // "also". Dots and colons inside words ("example.com", "3.14",
 // "github::create_issue") do not split. A piece without a letter
-// ("4, 8, 15") joins the clause before it, as do the pieces past
-// maxClauses. A request with fewer than two clauses returns nil.
+// ("4, 8, 15") joins the piece before it, as do the pieces past
+// maxPieces. A request with fewer than two pieces returns nil.
 func splitClauses(q string) []string {
 	var out []string
 	start := 0
@@ -24,7 +28,7 @@ func splitClauses(q string) []string {
 		piece := strings.TrimSpace(q[start:end])
 		switch {
 		case piece == "":
-		case len(out) > 0 && (!strings.ContainsFunc(piece, unicode.IsLetter) || len(out) == maxClauses):
+		case len(out) > 0 && (!strings.ContainsFunc(piece, unicode.IsLetter) || len(out) == maxPieces):
 			out[len(out)-1] = strings.TrimSpace(out[len(out)-1] + " " + piece)
 		default:
 			out = append(out, piece)

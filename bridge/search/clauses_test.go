@@ -29,8 +29,10 @@ func TestSplitClauses(t *testing.T) {
 		// Conjunctions are whole words, in any case.
 		{"Android band AND brandy", []string{"Android band", "brandy"}},
 		{"sand thenar", nil},
-		// Past maxClauses, the rest joins the last clause.
-		{"a1 and b2 and c3 and d4 and e5 and f6 and g7 and h8", []string{"a1", "b2", "c3", "d4", "e5", "f6 g7 h8"}},
+		// Up to maxPieces pieces; parseRequest merges them to maxClauses.
+		{"a1 and b2 and c3 and d4 and e5 and f6 and g7 and h8", []string{"a1", "b2", "c3", "d4", "e5", "f6", "g7", "h8"}},
+		// Past maxPieces, the rest joins the last piece.
+		{strings.Repeat("x and ", maxPieces) + "y", append(slices.Repeat([]string{"x"}, maxPieces-1), "x y")},
 	}
 	for _, tc := range tests {
 		if got := splitClauses(tc.q); !slices.Equal(got, tc.want) {
@@ -45,7 +47,7 @@ func checkClauses(t *testing.T, q string, got []string) {
 	if got == nil {
 		return
 	}
-	if len(got) < 2 || len(got) > maxClauses {
+	if len(got) < 2 || len(got) > maxPieces {
 		t.Fatalf("splitClauses(%q): %d clauses", q, len(got))
 	}
 	for _, c := range got {
@@ -102,5 +104,59 @@ func TestSplitRequestRanksEachClause(t *testing.T) {
 	off.Upsert("files", []Document{{Name: "read_file", Description: "Read a file"}})
 	if a, b := ix.Search("read a file", 1), off.Search("read a file", 1); len(a.Hits) != 1 || len(b.Hits) != 1 || a.Hits[0].ID != b.Hits[0].ID {
 		t.Errorf("one-clause request: %v vs %v", a.Hits, b.Hits)
+	}
+}
+
+func TestMergePieces(t *testing.T) {
+	tests := []struct {
+		name   string
+		pieces [][]int
+		n      int
+		want   [][]int
+	}{
+		{"nil", nil, 6, nil},
+		{"one piece", [][]int{{0, 1}}, 6, [][]int{{0, 1}}},
+		{"under the bound", [][]int{{0}, {1}, {2}}, 3, [][]int{{0}, {1}, {2}}},
+		// An aside of one term joins its smaller neighbour; the steps stay.
+		{"aside", [][]int{{0, 1, 2}, {3}, {4, 5, 6}, {7, 8}}, 3, [][]int{{0, 1, 2}, {3, 4, 5, 6}, {7, 8}}},
+		{"first piece small", [][]int{{0}, {1, 2}, {3, 4, 5}}, 2, [][]int{{0, 1, 2}, {3, 4, 5}}},
+		// Ties go to the later pair, as joining the tail did.
+		{"tie", [][]int{{0}, {1}, {2}, {3}}, 3, [][]int{{0}, {1}, {2, 3}}},
+		{"down to one", [][]int{{0}, {1}, {2}}, 1, [][]int{{0, 1, 2}}},
+		{"bound zero means one", [][]int{{0}, {1}}, 0, [][]int{{0, 1}}},
+	}
+	for _, tc := range tests {
+		got := mergePieces(tc.pieces, tc.n)
+		if !slices.EqualFunc(got, tc.want, slices.Equal[[]int]) {
+			t.Errorf("%s: mergePieces(%v, %d) = %v, want %v", tc.name, tc.pieces, tc.n, got, tc.want)
+		}
+	}
+}
+
+// TestLongRequestKeepsStepsApart checks that a request of more pieces
+// than maxClauses puts its steps in different clauses, rather than
+// every piece past the sixth into the last clause.
+func TestLongRequestKeepsStepsApart(t *testing.T) {
+	ix := New(Options{})
+	q := "Hi. I am a teacher. I have a class. It is big. Today is Monday. " +
+		"First calculate the triangle area from base and height. " +
+		"Then convert the temperature from Celsius to Fahrenheit. " +
+		"Finally translate the greeting from English to Spanish."
+	groups, n := ix.parseRequest(q)
+	if n < 3 {
+		t.Fatalf("parseRequest: %d clauses, want at least 3", n)
+	}
+	clauseOf := func(term string) uint8 {
+		for _, g := range groups {
+			if g.alts[0].term == ix.an.term(term, nil, false) {
+				return g.clauses
+			}
+		}
+		t.Fatalf("no group for %q", term)
+		return 0
+	}
+	tri, temp, tr := clauseOf("triangle"), clauseOf("temperature"), clauseOf("translate")
+	if tri&temp != 0 || temp&tr != 0 || tri&tr != 0 {
+		t.Errorf("steps share a clause: triangle %b, temperature %b, translate %b", tri, temp, tr)
 	}
 }

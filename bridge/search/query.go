@@ -51,27 +51,50 @@ func (ix *Index) parseRequest(q string) ([]queryGroup, int) {
 	for i, g := range groups {
 		pos[g.alts[0].term] = i
 	}
-	n := 0
+	// Each piece as the groups it has; a piece without a term (all stop
+	// words) is no clause.
+	pieces := make([][]int, 0, len(parts))
 	for _, p := range parts {
-		bit := uint8(1) << n
-		marked := false
+		var idx []int
 		for _, cg := range ix.parseTerms(p, local) {
 			if i, ok := pos[cg.alts[0].term]; ok {
-				groups[i].clauses |= bit
-				marked = true
+				idx = append(idx, i)
 			}
 		}
-		if marked {
-			n++
+		if len(idx) > 0 {
+			pieces = append(pieces, idx)
 		}
 	}
-	if n < 2 {
-		for i := range groups {
-			groups[i].clauses = 0
-		}
+	pieces = mergePieces(pieces, maxClauses)
+	if len(pieces) < 2 {
 		return groups, 0
 	}
-	return groups, n
+	for c, idx := range pieces {
+		for _, i := range idx {
+			groups[i].clauses |= 1 << c
+		}
+	}
+	return groups, len(pieces)
+}
+
+// mergePieces joins adjacent pieces of a request (each the query groups
+// it has) until at most n remain, each time the pair with the fewest
+// terms between them, the later pair on a tie. A long request thus keeps
+// its steps apart and loses its asides ("Imagine you are a teacher.")
+// into a neighbour, where joining every piece past n into the last one
+// made its last clause a paragraph of several steps.
+func mergePieces(pieces [][]int, n int) [][]int {
+	for len(pieces) > max(n, 1) {
+		k := len(pieces) - 2
+		for i := k - 1; i >= 0; i-- {
+			if len(pieces[i])+len(pieces[i+1]) < len(pieces[k])+len(pieces[k+1]) {
+				k = i
+			}
+		}
+		pieces[k] = append(pieces[k], pieces[k+1]...)
+		pieces = slices.Delete(pieces, k+1, k+2)
+	}
+	return pieces
 }
 
 // parseQuery analyses q into query groups, in first-occurrence order.

@@ -347,11 +347,18 @@ func (ix *Index) fuseClauses(sc *scratch) []int {
 			}
 		}
 	}
+	// Each clause's scale once, not a square root per tool and clause:
+	// a long request touches thousands of tools.
+	var scale [maxClauses]float64
+	for c := range sc.clauses {
+		if cbest[c] > 0 {
+			scale[c] = w * math.Sqrt(best/cbest[c])
+		}
+	}
 	for i, g := range sc.touched {
-		for c := range sc.clauses {
-			if v := sc.cacc[i*sc.clauses+c]; v > 0 {
-				sc.acc[g] += w * v * math.Sqrt(best/cbest[c])
-			}
+		row := sc.cacc[i*sc.clauses : (i+1)*sc.clauses]
+		for c, v := range row {
+			sc.acc[g] += scale[c] * v
 		}
 	}
 	var out []int
