@@ -85,8 +85,17 @@ func canonicalJSON(raw json.RawMessage) json.RawMessage {
 
 // Hash is the definition's fingerprint: "sha256:" and the hex SHA-256 of
 // its canonical JSON encoding.
-func (d Definition) Hash() string {
-	b, err := json.Marshal(d.canonical())
+func (d Definition) Hash() string { return d.hashOf(d.canonical()) }
+
+// digest returns d's Hash and field prints, canonicalizing it once.
+func (d Definition) digest() (string, fieldPrints) {
+	c := d.canonical()
+	return d.hashOf(c), c.canonicalPrints()
+}
+
+// hashOf is Hash given c, d.canonical().
+func (d Definition) hashOf(c Definition) string {
+	b, err := json.Marshal(c)
 	if err != nil {
 		// Only reachable with a RawMessage that is neither valid JSON nor
 		// canonicalizable; hash the fields' text instead so it still pins.
@@ -118,6 +127,46 @@ func ChangedFields(old, new Definition) []string {
 	}
 	if annotationsText(o.Annotations) != annotationsText(n.Annotations) {
 		out = append(out, FieldAnnotations)
+	}
+	return out
+}
+
+// fieldOrder is the definition's fields in the order ChangedFields names
+// them, and the order of fieldPrints.
+var fieldOrder = [...]string{FieldName, FieldTitle, FieldDescription, FieldInputSchema, FieldOutputSchema, FieldAnnotations}
+
+// fieldPrints digest each field of a definition in the canonical form
+// ChangedFields compares, so that the fields a change touched can be named
+// without keeping the pinned definition. 128 bits each: finding two texts
+// of one digest takes about 2^64 tries, so a server cannot make a changed
+// field look unchanged (and the whole hash still catches the change).
+type fieldPrints [len(fieldOrder)][16]byte
+
+// prints returns d's field prints.
+func (d Definition) prints() fieldPrints { return d.canonical().canonicalPrints() }
+
+// canonicalPrints is prints of a canonical definition.
+func (c Definition) canonicalPrints() fieldPrints {
+	var p fieldPrints
+	for i, field := range [...][]byte{
+		[]byte(c.Name), []byte(c.Title), []byte(c.Description),
+		c.InputSchema, c.OutputSchema, []byte(annotationsText(c.Annotations)),
+	} {
+		sum := sha256.Sum256(field)
+		copy(p[i][:], sum[:])
+	}
+	return p
+}
+
+// changedSince names the fields of d that differ from the definition
+// pinned as old: ChangedFields without the old definition.
+func changedSince(old fieldPrints, d Definition) []string {
+	now := d.prints()
+	var out []string
+	for i, field := range fieldOrder {
+		if now[i] != old[i] {
+			out = append(out, field)
+		}
 	}
 	return out
 }

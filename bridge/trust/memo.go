@@ -31,8 +31,18 @@ const maxMemo = 100000
 // assess returns d's hash and flags, from the memo when it holds d. A nil
 // memo computes them.
 func (m *memo) assess(server string, d Definition) (string, []Flag) {
+	hash, flags, _ := m.assessPrints(server, d)
+	return hash, flags
+}
+
+// assessPrints is assess that also returns d's field prints when it
+// computed the hash (nil from the memo or a nil memo): a memory store
+// keeps them for a tool pinned on first use, which is almost always a
+// tool the memo has not seen, and canonicalizing twice would double the
+// cost of a first review.
+func (m *memo) assessPrints(server string, d Definition) (string, []Flag, *fieldPrints) {
 	if m == nil {
-		return d.Hash(), Check(d)
+		return d.Hash(), Check(d), nil
 	}
 	k := memoKey{server, d.Name}
 	print := fingerprint(d)
@@ -40,16 +50,17 @@ func (m *memo) assess(server string, d Definition) (string, []Flag) {
 	e, ok := m.m[k]
 	m.mu.Unlock()
 	if ok && e.print == print {
-		return e.hash, e.flags
+		return e.hash, e.flags, nil
 	}
-	e = memoEntry{print: print, hash: d.Hash(), flags: Check(d)}
+	hash, prints := d.digest()
+	e = memoEntry{print: print, hash: hash, flags: Check(d)}
 	m.mu.Lock()
 	if m.m == nil || len(m.m) >= maxMemo {
 		m.m = map[memoKey]memoEntry{}
 	}
 	m.m[k] = e
 	m.mu.Unlock()
-	return e.hash, e.flags
+	return e.hash, e.flags, &prints
 }
 
 // fingerprint digests d's bytes as they are, each field length-prefixed:

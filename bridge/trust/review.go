@@ -1,7 +1,10 @@
 package trust
 
 import (
+	"errors"
 	"fmt"
+	"iter"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -19,7 +22,8 @@ type Pin struct {
 	// trust approve"), rather than it being pinned on first use. Only an
 	// approved pin releases a suspicious tool under block_suspicious.
 	Approved bool `json:"approved,omitempty"`
-	// Definition is the pinned definition, kept for diffs.
+	// Definition is the pinned definition, kept for diffs. A Store keeps
+	// it only on disk: see storedPin.
 	Definition Definition `json:"definition"`
 }
 
@@ -41,6 +45,72 @@ type ServerPins struct {
 
 // FormatVersion is the pin file format this package writes.
 const FormatVersion = 1
+
+// storedPin is a pin as a Store keeps it in memory: what a review of an
+// unchanged tool needs (its hash), what a listing shows (when, approved),
+// and not the definition, which only a changed tool's reason needs. A
+// memory store keeps the field prints instead, to name what changed; a
+// file store keeps nothing more and reads the file again for a changed
+// tool (rare: only while a change is held).
+type storedPin struct {
+	hash     string
+	at       int64 // PinnedAt in Unix seconds (pins are taken to the second)
+	approved bool
+	prints   *fieldPrints // nil in a file store
+}
+
+// store returns p as a file store keeps it in memory.
+func (p Pin) store() storedPin {
+	return storedPin{hash: p.Hash, at: p.PinnedAt.Unix(), approved: p.Approved}
+}
+
+// storePrinted returns p as a memory store keeps it, with prints, the
+// field prints of its definition when known (else computed).
+func (p Pin) storePrinted(prints *fieldPrints) storedPin {
+	sp := p.store()
+	if prints == nil {
+		fp := p.Definition.prints()
+		prints = &fp
+	}
+	sp.prints = prints
+	return sp
+}
+
+// pin is the stored pin as a Pin, without its definition.
+func (sp storedPin) pin() Pin {
+	return Pin{Hash: sp.hash, PinnedAt: time.Unix(sp.at, 0).UTC(), Approved: sp.approved}
+}
+
+// pinSet is one server's pins as a review reads them: read in full, with
+// their definitions (Evaluate, or a file store's pins read again), or as a
+// Store keeps them.
+type pinSet struct {
+	full   *ServerPins
+	stored map[string]storedPin
+}
+
+// lookup returns the pin of tool name and what names its changed fields:
+// the pinned definition (full) or the field prints.
+func (s *pinSet) lookup(name string) (Pin, *fieldPrints, bool) {
+	if s.full != nil {
+		p, ok := s.full.Tools[name]
+		return p, nil, ok
+	}
+	sp, ok := s.stored[name]
+	return sp.pin(), sp.prints, ok
+}
+
+// names returns the names of the pinned tools.
+func (s *pinSet) names() iter.Seq[string] {
+	if s.full != nil {
+		return maps.Keys(s.full.Tools)
+	}
+	return maps.Keys(s.stored)
+}
+
+// errNoDefinition is evaluate's answer when a changed tool's fields
+// cannot be named from the pins given: the caller reads them in full.
+var errNoDefinition = errors.New("the pinned definition is not in memory")
 
 // State is where a tool stands against its pin.
 type State string
@@ -75,7 +145,9 @@ type Verdict struct {
 	Changed []string
 	// Flags are the suspicious-description findings.
 	Flags []Flag
-	// Pin is the recorded pin, when there is one.
+	// Pin is the recorded pin, when there is one. Its Definition is set
+	// by Evaluate and, for a changed tool, by a file Store's Review; a
+	// Store keeps no definitions in memory (see storedPin).
 	Pin *Pin
 	// Definition is the tool as the server offers it now, and Hash its hash.
 	Definition Definition
@@ -92,6 +164,9 @@ type Review struct {
 	// Gone are pinned tools the server no longer offers (sorted). Their
 	// pins stay: a tool that comes back changed is still caught.
 	Gone []string
+	// prints are the field prints of NewPins, by name, where the review
+	// computed them: a memory store keeps them (see memo.assessPrints).
+	prints map[string]*fieldPrints
 }
 
 // Evaluate compares a server's offered tools with its pins under policy p.
@@ -99,17 +174,24 @@ type Review struct {
 // no I/O: the caller stores r.NewPins. approveCmd renders the command that
 // approves a tool, given its name; it is named in each reason.
 func Evaluate(p config.Trust, server string, pins *ServerPins, defs []Definition, now time.Time, approveCmd func(tool string) string) Review {
-	return evaluate(p, server, pins, defs, now, approveCmd, nil)
+	var set *pinSet
+	if pins != nil {
+		set = &pinSet{full: pins}
+	}
+	r, _ := evaluate(p, server, set, defs, now, approveCmd, nil) // full pins name every change
+	return r
 }
 
-// evaluate is Evaluate with the hashes and flags taken from memo, which
-// may be nil.
-func evaluate(p config.Trust, server string, pins *ServerPins, defs []Definition, now time.Time, approveCmd func(tool string) string, memo *memo) Review {
+// evaluate is Evaluate on a pin set (nil: no pins yet), with the hashes
+// and flags taken from memo, which may be nil. It fails, with
+// errNoDefinition, only for stored pins that keep neither definitions nor
+// prints (a file store's) when a tool changed.
+func evaluate(p config.Trust, server string, pins *pinSet, defs []Definition, now time.Time, approveCmd func(tool string) string, memo *memo) (Review, error) {
 	r := Review{Server: server, NewPins: map[string]Pin{}}
 	offered := map[string]bool{}
 	for _, d := range defs {
 		offered[d.Name] = true
-		hash, flags := memo.assess(server, d)
+		hash, flags, prints := memo.assessPrints(server, d)
 		v := Verdict{Server: server, Name: d.Name, Definition: d, Hash: hash, Flags: flags}
 		var reasons []string
 		if p.Mode == config.TrustOff {
@@ -118,9 +200,10 @@ func evaluate(p config.Trust, server string, pins *ServerPins, defs []Definition
 			continue
 		}
 		var pin *Pin
+		var pinned *fieldPrints
 		if pins != nil {
-			if old, ok := pins.Tools[d.Name]; ok {
-				pin = &old
+			if old, fp, ok := pins.lookup(d.Name); ok {
+				pin, pinned = &old, fp
 			}
 		}
 		v.Pin = pin
@@ -131,7 +214,14 @@ func evaluate(p config.Trust, server string, pins *ServerPins, defs []Definition
 			v.State = StatePinned
 		default:
 			v.State = StateChanged
-			v.Changed = ChangedFields(pin.Definition, d)
+			switch {
+			case pins.full != nil:
+				v.Changed = ChangedFields(pin.Definition, d)
+			case pinned != nil:
+				v.Changed = changedSince(*pinned, d)
+			default:
+				return Review{Server: server}, fmt.Errorf("naming what changed in tool %q: %w", d.Name, errNoDefinition)
+			}
 			if len(v.Changed) == 0 {
 				// Same content, different hash: a pin written by another
 				// version's canonical form. Name the hash, not a field.
@@ -149,6 +239,12 @@ func evaluate(p config.Trust, server string, pins *ServerPins, defs []Definition
 		if v.State == StateNew && len(reasons) == 0 {
 			np := pinAt(d, v.Hash, now, false)
 			r.NewPins[d.Name] = np
+			if prints != nil {
+				if r.prints == nil {
+					r.prints = map[string]*fieldPrints{}
+				}
+				r.prints[d.Name] = prints
+			}
 			v.Pin, v.FirstUse, v.State = &np, true, StatePinned
 		}
 		if len(reasons) > 0 {
@@ -161,14 +257,14 @@ func evaluate(p config.Trust, server string, pins *ServerPins, defs []Definition
 		r.Verdicts = append(r.Verdicts, v)
 	}
 	if pins != nil {
-		for name := range pins.Tools {
+		for name := range pins.names() {
 			if !offered[name] {
 				r.Gone = append(r.Gone, name)
 			}
 		}
 		slices.Sort(r.Gone)
 	}
-	return r
+	return r, nil
 }
 
 func suspiciousMore(n int) string {

@@ -1,6 +1,7 @@
 package trust
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -21,10 +22,15 @@ const pinsDir = "pins"
 // Store keeps the pins in a state directory. Every write is atomic; a
 // corrupt pin file is a *statefile.CorruptError and is never overwritten.
 // A Store is safe for concurrent use within one process.
+//
+// In memory a Store keeps each pin as a storedPin, not the pinned
+// definition: a gateway reviews every tool on every catalog change, and a
+// 10,000-tool catalog must not be held twice.
 type Store struct {
 	dir statefile.Dir
 	// mem holds the pins instead of dir when there is no state directory.
-	mem map[string]ServerPins
+	// Its maps are replaced, never changed, so a review reads them unlocked.
+	mem map[string]map[string]storedPin
 	mu  sync.Mutex // serialises read-modify-write within this process
 	// memo spares Review re-hashing tools that did not change; read
 	// spares it re-reading pin files that did not change.
@@ -37,8 +43,9 @@ func NewStore(dir statefile.Dir) *Store { return &Store{dir: dir} }
 
 // NewMemoryStore returns a store that keeps pins in memory only, for a
 // process without a state directory: changes within one run are still
-// caught, but every run starts on first use.
-func NewMemoryStore() *Store { return &Store{mem: map[string]ServerPins{}} }
+// caught, but every run starts on first use. It keeps no definitions,
+// only what a review needs (see storedPin).
+func NewMemoryStore() *Store { return &Store{mem: map[string]map[string]storedPin{}} }
 
 // Persistent reports whether the pins outlive the process.
 func (s *Store) Persistent() bool { return s.mem == nil }
@@ -60,39 +67,34 @@ func fileName(server string) (string, error) {
 	return pinsDir + "/" + server + ".json", nil
 }
 
-// Load returns the server's pins, or nil when it has none yet.
+// Load returns the server's pins, or nil when it has none yet. A file
+// store reads them in full, definitions included; a memory store keeps
+// no definitions, so the Definition of each pin it returns holds only the
+// tool's name.
 func (s *Store) Load(server string) (*ServerPins, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.load(server)
-}
-
-func (s *Store) load(server string) (*ServerPins, error) {
+	if s.mem != nil {
+		set, err := s.stored(server)
+		if set == nil || err != nil {
+			return nil, err
+		}
+		p := &ServerPins{Version: FormatVersion, Tools: make(map[string]Pin, len(set.stored))}
+		for tool, sp := range set.stored {
+			pin := sp.pin()
+			pin.Definition.Name = tool
+			p.Tools[tool] = pin
+		}
+		return p, nil
+	}
 	name, err := fileName(server)
 	if err != nil {
 		return nil, err
 	}
-	if s.mem != nil {
-		p, ok := s.mem[server]
-		if !ok {
-			return nil, nil
-		}
-		p.Tools = maps.Clone(p.Tools)
-		return &p, nil
-	}
-	// Every write replaces the file (a new inode), so an unchanged
-	// file, size and modification time mean the pins read last time.
-	path, err := s.dir.Path(name)
-	if err != nil {
-		return nil, err
-	}
-	fi, statErr := os.Stat(path)
-	if c, ok := s.read[server]; ok && statErr == nil && os.SameFile(c.fi, fi) && c.fi.ModTime().Equal(fi.ModTime()) && c.fi.Size() == fi.Size() {
-		p := c.pins
-		p.Tools = maps.Clone(p.Tools)
-		return &p, nil
-	}
-	delete(s.read, server)
+	return s.readFile(server, name) // written atomically: no lock needed to read
+}
+
+// readFile reads and checks a server's pin file (name), or returns nil
+// when there is none.
+func (s *Store) readFile(server, name string) (*ServerPins, error) {
 	var p ServerPins
 	found, err := s.dir.ReadJSON(name, &p)
 	if err != nil {
@@ -102,57 +104,98 @@ func (s *Store) load(server string) (*ServerPins, error) {
 		return nil, nil
 	}
 	if p.Version != FormatVersion {
+		path, _ := s.dir.Path(name) // name is valid: ReadJSON read it
 		return nil, fmt.Errorf("loading pins of server %q: %w", server,
 			&statefile.CorruptError{Path: path, Err: fmt.Errorf("format version %d, want %d", p.Version, FormatVersion)})
 	}
 	if p.Tools == nil {
 		p.Tools = map[string]Pin{}
 	}
+	return &p, nil
+}
+
+// stored returns the server's pins as the store keeps them for reviews,
+// or nil when it has none yet.
+func (s *Store) stored(server string) (*pinSet, error) {
+	name, err := fileName(server)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mem != nil {
+		if tools, ok := s.mem[server]; ok {
+			return &pinSet{stored: tools}, nil
+		}
+		return nil, nil
+	}
+	// Every write replaces the file (a new inode), so an unchanged
+	// file, size and modification time mean the pins read last time.
+	path, err := s.dir.Path(name)
+	if err != nil {
+		return nil, err
+	}
+	fi, statErr := os.Stat(path)
+	if c, ok := s.read[server]; ok && statErr == nil && os.SameFile(c.fi, fi) && c.fi.ModTime().Equal(fi.ModTime()) && c.fi.Size() == fi.Size() {
+		return &pinSet{stored: c.tools}, nil
+	}
+	delete(s.read, server)
+	p, err := s.readFile(server, name)
+	if err != nil || p == nil {
+		return nil, err
+	}
+	tools := make(map[string]storedPin, len(p.Tools))
+	for tool, pin := range p.Tools {
+		tools[tool] = pin.store()
+	}
 	if statErr == nil {
 		if s.read == nil {
 			s.read = map[string]readPins{}
 		}
-		s.read[server] = readPins{fi: fi, pins: ServerPins{Version: p.Version, Tools: maps.Clone(p.Tools)}}
+		s.read[server] = readPins{fi: fi, tools: tools}
 	}
-	return &p, nil
+	return &pinSet{stored: tools}, nil
 }
 
 // readPins is a pin file as last read, so that a gateway re-reviewing on
-// every catalog change does not parse an unchanged file again.
+// every catalog change does not parse an unchanged file again. Its map is
+// never changed once made.
 type readPins struct {
-	fi   os.FileInfo
-	pins ServerPins
+	fi    os.FileInfo
+	tools map[string]storedPin
 }
 
-// update changes a server's pins in place: fn gets the current pins
-// (empty when none) and its changes are written atomically. A file left
-// with no pins is removed.
-func (s *Store) update(server string, fn func(*ServerPins) error) error {
+// update changes a server's pins: inFile edits a pin file's, which are
+// then written atomically (a file left with no pins is removed), and
+// inMemory a memory store's.
+func (s *Store) update(server string, inFile func(map[string]Pin), inMemory func(map[string]storedPin)) error {
 	name, err := fileName(server)
 	if err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p, err := s.load(server)
+	if s.mem != nil {
+		tools := maps.Clone(s.mem[server]) // replaced, not changed: see mem
+		if tools == nil {
+			tools = map[string]storedPin{}
+		}
+		inMemory(tools)
+		if len(tools) == 0 {
+			delete(s.mem, server)
+		} else {
+			s.mem[server] = tools
+		}
+		return nil
+	}
+	p, err := s.readFile(server, name)
 	if err != nil {
 		return err
 	}
 	if p == nil {
 		p = &ServerPins{Tools: map[string]Pin{}}
 	}
-	if err := fn(p); err != nil {
-		return err
-	}
-	if s.mem != nil {
-		if len(p.Tools) == 0 {
-			delete(s.mem, server)
-		} else {
-			p.Version = FormatVersion
-			s.mem[server] = *p
-		}
-		return nil
-	}
+	inFile(p.Tools)
 	if len(p.Tools) == 0 {
 		if err := s.dir.Remove(name); err != nil {
 			return fmt.Errorf("removing pins of server %q: %w", server, err)
@@ -166,21 +209,63 @@ func (s *Store) update(server string, fn func(*ServerPins) error) error {
 	return nil
 }
 
+// filePin and memoryPin convert a pin to what a file store and a memory
+// store keep of it.
+func filePin(p Pin) Pin         { return p }
+func memoryPin(p Pin) storedPin { return p.storePrinted(nil) }
+
+// addPins adds pins to tools, keeping any pin tools holds for the same tool.
+func addPins[P any](tools map[string]P, pins map[string]Pin, conv func(Pin) P) {
+	for name, pin := range pins {
+		if _, ok := tools[name]; !ok {
+			tools[name] = conv(pin)
+		}
+	}
+}
+
+// approvePins pins defs in tools as approved at now.
+func approvePins[P any](tools map[string]P, defs []Definition, now time.Time, conv func(Pin) P) {
+	for _, d := range defs {
+		tools[d.Name] = conv(NewPin(d, now, true))
+	}
+}
+
+// forgetPins removes the named pins from tools, or all of them when names
+// is empty, and returns the names it removed, sorted.
+func forgetPins[P any](tools map[string]P, names []string) []string {
+	if len(names) == 0 {
+		removed := slices.Sorted(maps.Keys(tools))
+		clear(tools)
+		return removed
+	}
+	var removed []string
+	for _, n := range names {
+		if _, ok := tools[n]; ok {
+			delete(tools, n)
+			removed = append(removed, n)
+		}
+	}
+	slices.Sort(removed)
+	return removed
+}
+
 // Add records pins, keeping any pin the file already holds for the same
 // tool: two gateways reviewing at once must not replace each other's
 // first-use pin, and an approval written meanwhile must stand.
 func (s *Store) Add(server string, pins map[string]Pin) error {
+	return s.add(server, pins, nil)
+}
+
+// add is Add given the field prints of some of the pins, by name.
+func (s *Store) add(server string, pins map[string]Pin, prints map[string]*fieldPrints) error {
 	if len(pins) == 0 {
 		return nil
 	}
-	return s.update(server, func(p *ServerPins) error {
-		for name, pin := range pins {
-			if _, ok := p.Tools[name]; !ok {
-				p.Tools[name] = pin
-			}
-		}
-		return nil
-	})
+	return s.update(server,
+		func(tools map[string]Pin) { addPins(tools, pins, filePin) },
+		func(tools map[string]storedPin) {
+			addPins(tools, pins, func(p Pin) storedPin { return p.storePrinted(prints[p.Definition.Name]) })
+		})
 }
 
 // Approve pins the given definitions as approved by a person, replacing
@@ -189,33 +274,18 @@ func (s *Store) Approve(server string, defs []Definition, now time.Time) error {
 	if len(defs) == 0 {
 		return nil
 	}
-	return s.update(server, func(p *ServerPins) error {
-		for _, d := range defs {
-			p.Tools[d.Name] = NewPin(d, now, true)
-		}
-		return nil
-	})
+	return s.update(server,
+		func(tools map[string]Pin) { approvePins(tools, defs, now, filePin) },
+		func(tools map[string]storedPin) { approvePins(tools, defs, now, memoryPin) })
 }
 
 // Forget removes the named pins of a server, or all of them when names is
 // empty. It returns the names it removed, sorted.
 func (s *Store) Forget(server string, names ...string) ([]string, error) {
 	var removed []string
-	err := s.update(server, func(p *ServerPins) error {
-		if len(names) == 0 {
-			removed = slices.Sorted(maps.Keys(p.Tools))
-			clear(p.Tools)
-			return nil
-		}
-		for _, n := range names {
-			if _, ok := p.Tools[n]; ok {
-				delete(p.Tools, n)
-				removed = append(removed, n)
-			}
-		}
-		slices.Sort(removed)
-		return nil
-	})
+	err := s.update(server,
+		func(tools map[string]Pin) { removed = forgetPins(tools, names) },
+		func(tools map[string]storedPin) { removed = forgetPins(tools, names) })
 	return removed, err
 }
 
@@ -247,14 +317,33 @@ func (s *Store) Servers() ([]string, error) {
 // were not saved.
 func (s *Store) Review(p config.Trust, server string, defs []Definition, now time.Time, approveCmd func(tool string) string) (Review, error) {
 	if p.Mode == config.TrustOff {
-		return evaluate(p, server, nil, defs, now, approveCmd, &s.memo), nil
+		r, _ := evaluate(p, server, nil, defs, now, approveCmd, &s.memo) // no pins, nothing to name
+		return r, nil
 	}
-	pins, err := s.Load(server)
+	pins, err := s.stored(server)
 	if err != nil {
 		return Review{Server: server}, err
 	}
-	r := evaluate(p, server, pins, defs, now, approveCmd, &s.memo)
-	if err := s.Add(server, r.NewPins); err != nil {
+	r, err := evaluate(p, server, pins, defs, now, approveCmd, &s.memo)
+	if errors.Is(err, errNoDefinition) && s.mem == nil {
+		// A tool changed: its reason names the changed fields, which
+		// only the file's definitions tell. Reading it again may find
+		// other pins (another process approved meanwhile); the review
+		// is then of those, as a whole.
+		full, loadErr := s.Load(server)
+		if loadErr != nil {
+			return Review{Server: server}, loadErr
+		}
+		pins = nil
+		if full != nil {
+			pins = &pinSet{full: full}
+		}
+		r, err = evaluate(p, server, pins, defs, now, approveCmd, &s.memo)
+	}
+	if err != nil {
+		return Review{Server: server}, fmt.Errorf("reviewing the tools of server %q: %w", server, err)
+	}
+	if err := s.add(server, r.NewPins, r.prints); err != nil {
 		return r, err
 	}
 	return r, nil
