@@ -85,14 +85,27 @@ var budgets = []budget{
 		path:  "catalog + index, 10k tools",
 		limit: "< 100 MB RSS",
 		measure: func(r results) (string, bool, bool) {
-			v, ok := r.get("BenchmarkCatalogMemory", "heap-bytes", "rss-scavenged-bytes", "rss-base-bytes")
+			memory := func(name string) (string, float64, bool) {
+				v, ok := r.get(name, "heap-bytes", "rss-scavenged-bytes", "rss-base-bytes")
+				if !ok {
+					return "", 0, false
+				}
+				return fmt.Sprintf("gateway heap %s, gateway RSS %s; whole process with its upstreams %s", mb(v[0]), mb(v[1]-v[2]), mb(v[1])), v[1], true
+			}
+			measured, whole, ok := memory("BenchmarkCatalogMemory")
 			if !ok {
 				return "", false, false
 			}
 			// The whole process's RSS includes the in-process upstreams
 			// holding the same 10k tools: judging it is the strict reading.
-			return fmt.Sprintf("gateway heap %s, gateway RSS %s; whole process with its upstreams %s", mb(v[0]), mb(v[1]-v[2]), mb(v[1])),
-				v[1] < 100e6, true
+			within := whole < 100e6
+			// A state directory, toolbridge's default, keeps the pins in
+			// files: a budget met only without one would not be met.
+			if withDir, whole, ok := memory("BenchmarkCatalogMemoryStateDir"); ok {
+				measured = "pins in memory: " + measured + "; with a state_dir: " + withDir
+				within = within && whole < 100e6
+			}
+			return measured, within, true
 		},
 	},
 	{

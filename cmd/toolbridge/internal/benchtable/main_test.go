@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -66,6 +67,27 @@ func TestVerdicts(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := row(tc.input, listPath); !strings.Contains(got, tc.want) {
+				t.Errorf("row = %q, want it to contain %q", got, tc.want)
+			}
+		})
+	}
+
+	// The memory budget holds only if it holds with a state directory too.
+	const memoryPath = "catalog + index, 10k tools"
+	memory := func(name string, whole int) string {
+		return fmt.Sprintf("%s-2 1 1 ns/op 50000000 heap-bytes 130000000 rss-bytes %d rss-scavenged-bytes 40000000 rss-base-bytes\n", name, whole)
+	}
+	for _, tc := range []struct {
+		name, input, want string
+	}{
+		{"in memory only, under", memory("BenchmarkCatalogMemory", 99e6), "whole process with its upstreams 99.0 MB | met |"},
+		{"in memory only, over", memory("BenchmarkCatalogMemory", 100e6), "| missed |"},
+		{"both under", memory("BenchmarkCatalogMemory", 90e6) + memory("BenchmarkCatalogMemoryStateDir", 99e6), "; with a state_dir: gateway heap 50.0 MB, gateway RSS 59.0 MB; whole process with its upstreams 99.0 MB | met |"},
+		{"state dir over", memory("BenchmarkCatalogMemory", 90e6) + memory("BenchmarkCatalogMemoryStateDir", 101e6), "| missed |"},
+		{"state dir only", memory("BenchmarkCatalogMemoryStateDir", 90e6), "| not run |"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := row(tc.input, memoryPath); !strings.Contains(got, tc.want) {
 				t.Errorf("row = %q, want it to contain %q", got, tc.want)
 			}
 		})
