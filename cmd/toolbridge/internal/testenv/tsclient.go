@@ -153,17 +153,27 @@ func ParseTSOutput(out string) (TSReport, error) {
 }
 
 // ClientSessionScript returns the path of the TypeScript SDK driver inside
-// the install directory, where node resolves the pinned SDK. The file is
-// named by its content's hash and written atomically, so concurrent test
-// processes and edits of the script never see a stale or partial copy.
+// the install directory (see writeScript).
 func (e *NPMEnv) ClientSessionScript() string {
 	e.tb.Helper()
-	sum := sha256.Sum256(clientSessionJS)
-	path := filepath.Join(e.Dir, "client-session-"+hex.EncodeToString(sum[:6])+".mjs")
-	if err := writeFileAtomic(path, clientSessionJS); err != nil {
+	path, err := e.writeScript("client-session", clientSessionJS)
+	if err != nil {
 		e.tb.Fatalf("testenv: %v", err)
 	}
 	return path
+}
+
+// writeScript puts an embedded node script into the install directory, where
+// node resolves the pinned packages, as name-HASH.mjs: named by its content's
+// hash and written atomically, so concurrent test processes and edits of the
+// script never see a stale or partial copy.
+func (e *NPMEnv) writeScript(name string, data []byte) (string, error) {
+	sum := sha256.Sum256(data)
+	path := filepath.Join(e.Dir, name+"-"+hex.EncodeToString(sum[:6])+".mjs")
+	if err := writeFileAtomic(path, data); err != nil {
+		return "", err
+	}
+	return path, nil
 }
 
 // writeFileAtomic writes data to path unless path already holds it.
