@@ -10,8 +10,9 @@
 // Requests are read the way people write them: an intent vocabulary maps
 // request words to the words tools use ("remember" to entities and
 // observations, intents.go), a request of several steps is scored clause
-// by clause with the best tool of each clause kept (clauses.go) and the
-// cutoff applied per clause as well (clausecut.go), and a
+// by clause with the best tool of each clause lifted and kept
+// (clauses.go, clauselead.go) and the cutoff applied per clause as well
+// (clausecut.go), and a
 // request that matches nothing as written gets partial matches instead of
 // nothing (partial.go).
 //

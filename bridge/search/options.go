@@ -48,6 +48,12 @@ type Options struct {
 	// falls under Cutoff of the whole request: the tool for a step that
 	// few of the request's words describe. Negative is off.
 	ClauseCutoff float64
+	// ClauseLeadBonus adds, in a request split into clauses, this
+	// fraction of its clause score to the best tool of each clause of at
+	// least three terms, so that each step's tool gets a slot near the
+	// top rather than only within the limit; it never takes first place
+	// from the request's best tool. Negative is off.
+	ClauseLeadBonus float64
 	// NameCoverage multiplies a tool's score by 1 + NameCoverage x (the
 	// fraction of its name's parts the query matched); negative is off.
 	NameCoverage float64
@@ -90,6 +96,7 @@ func DefaultOptions() Options {
 	o.IntentWeight = 0.5
 	o.ClauseWeight = 0.5
 	o.ClauseCutoff = 0.3
+	o.ClauseLeadBonus = 0.3
 	o.NameCoverage = 0.25
 	o.Cutoff = 0.3
 	o.ExactBonus = 1000
@@ -126,6 +133,7 @@ func (o Options) withDefaults() Options {
 	o.IntentWeight = min(orFloat(o.IntentWeight, d.IntentWeight), 1)
 	o.ClauseWeight = orFloat(o.ClauseWeight, d.ClauseWeight)
 	o.ClauseCutoff = min(orFloat(o.ClauseCutoff, d.ClauseCutoff), 1)
+	o.ClauseLeadBonus = orFloat(o.ClauseLeadBonus, d.ClauseLeadBonus)
 	o.NameCoverage = orFloat(o.NameCoverage, d.NameCoverage)
 	o.Cutoff = min(orFloat(o.Cutoff, d.Cutoff), 1)
 	if o.ExactBonus <= 0 {
