@@ -24,9 +24,9 @@ type dataset struct {
 
 var datasets = []dataset{
 	// Reached: BFCL Recall@5 0.864, MetaTool Recall@5 0.651, keywords Recall@1 0.953,
-	// tasks Recall@5 0.822.
+	// tasks Recall@5 0.824.
 	{"bfcl", []string{"testdata/bfcl/catalog.json"}, "testdata/bfcl/queries.jsonl", 5, 0.855, true, false},
-	{"metatool", []string{"testdata/metatool/catalog.json"}, "testdata/metatool/queries.jsonl", 5, 0.64, true, false},
+	{"metatool", []string{"testdata/metatool/catalog.json"}, "testdata/metatool/queries.jsonl", 5, 0.645, true, false},
 	{"keywords (reference-servers)", []string{"testdata/reference-servers/catalog.json"}, "testdata/keyword-queries.jsonl", 1, 0.93, false, false},
 	// Written for #17 before any tuning and never tuned on (testdata/tasks/README.md).
 	{"tasks (reference+demo)", []string{"testdata/reference-servers/catalog.json", "testdata/demo/catalog.json"}, "testdata/tasks/queries.jsonl", 5, 0.81, false, true},

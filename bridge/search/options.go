@@ -98,7 +98,7 @@ func DefaultOptions() Options {
 	o.ClauseCutoff = 0.3
 	o.ClauseLeadBonus = 0.3
 	o.NameCoverage = 0.25
-	o.Cutoff = 0.3
+	o.Cutoff = 0.2
 	o.ExactBonus = 1000
 	o.DefaultLimit = 5
 	o.MaxLimit = 20
