@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -155,6 +156,16 @@ func (e *Embeddings) Stop() {
 		_ = KillProcessGroup(e.pid)
 		<-e.exited
 	})
+}
+
+// Freeze stops the server's process group with SIGSTOP: its port stays
+// open and the kernel still accepts connections, but nothing answers, as
+// with a wedged endpoint. [Embeddings.Stop] still ends it.
+func (e *Embeddings) Freeze() error {
+	if err := syscall.Kill(-e.pid, syscall.SIGSTOP); err != nil {
+		return fmt.Errorf("freezing the embeddings server (pid %d): %w", e.pid, err)
+	}
+	return nil
 }
 
 // Stderr returns what the server wrote to stderr so far: load errors and one

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"io"
 	"math"
 	"net/http"
@@ -192,8 +193,25 @@ func TestEmbeddingsServer(t *testing.T) {
 		t.Errorf("the server's stderr holds the API key:\n%s", e.Stderr())
 	}
 
+	// Frozen, the server keeps its port but answers nothing.
+	if err := e.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	frozenCtx, cancelFrozen := context.WithTimeout(t.Context(), 500*time.Millisecond)
+	defer cancelFrozen()
+	frozen, err := http.NewRequestWithContext(frozenCtx, http.MethodPost, e.URL+"/embeddings", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := http.DefaultClient.Do(frozen); err == nil {
+		resp.Body.Close()
+		t.Errorf("a frozen server answered %s", resp.Status)
+	} else if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a request to a frozen server failed with %v, want it to hang until its deadline", err)
+	}
+
 	pid := e.pid
-	e.Stop()
+	e.Stop() // ends a frozen server too
 	e.Stop() // a second Stop is a no-op
 	if ProcessAlive(pid) {
 		t.Errorf("the embeddings server (pid %d) is still alive after Stop", pid)
