@@ -375,7 +375,49 @@ type Search struct {
 	// RevealLimit bounds the tools revealed to one session with disclosure
 	// activate (default 64; the oldest go first).
 	RevealLimit int `koanf:"reveal_limit" json:"reveal_limit"`
+	// Embeddings turns on the optional semantic rerank of tool_search
+	// through an OpenAI-compatible embeddings endpoint (off unless its URL
+	// is set).
+	Embeddings Embeddings `koanf:"embeddings" json:"embeddings"`
 }
+
+// Embeddings configures the semantic rerank of tool_search: tools and
+// queries are embedded by an OpenAI-compatible endpoint (Ollama, TEI,
+// vLLM, LM Studio, OpenAI) and the cosine similarity is fused with the
+// lexical ranking. Any failure of the endpoint falls back to the lexical
+// ranking.
+type Embeddings struct {
+	// URL is the API's base URL, such as "http://127.0.0.1:11434/v1"
+	// (Ollama); requests go to URL + "/embeddings". Empty (the default)
+	// turns the rerank off. It must not carry credentials: use APIKeyEnv.
+	URL string `koanf:"url" json:"url"`
+	// Model is the embedding model's name as the endpoint knows it, such
+	// as "nomic-embed-text"; required with URL.
+	Model string `koanf:"model" json:"model"`
+	// Timeout bounds the embedding of one query (default 2s): past it,
+	// tool_search answers with the lexical ranking.
+	Timeout time.Duration `koanf:"timeout" json:"timeout"`
+	// APIKeyEnv names the environment variable holding the endpoint's
+	// bearer key, if it needs one. The key itself is never in the config.
+	APIKeyEnv string `koanf:"api_key_env" json:"api_key_env"`
+	// Weight is the semantic ranking's share of the fused score, above 0
+	// and at most 1 (default DefaultEmbeddingsWeight).
+	Weight float64 `koanf:"weight" json:"weight"`
+}
+
+// Enabled reports whether the semantic rerank is configured.
+func (e Embeddings) Enabled() bool { return e.URL != "" }
+
+// DefaultEmbeddingsTimeout bounds one query's embedding request. A warm
+// local model embeds a short query in tens of milliseconds (USE-lite
+// through the test server: about 10 ms); 2s leaves room for a busy
+// machine or a remote API, and keeps a hung endpoint from holding a
+// search for longer than an agent would notice.
+const DefaultEmbeddingsTimeout = 2 * time.Second
+
+// DefaultEmbeddingsWeight is the semantic share of the fused score,
+// measured on the tuning halves of BFCL and MetaTool (bridge/search/semantic).
+const DefaultEmbeddingsWeight = 0.5
 
 // Serve is the downstream side.
 type Serve struct {
@@ -482,9 +524,10 @@ func Default() Config {
 		CoreTools:          DefaultCoreTools(),
 		DeferrablePrefixes: []string{"mcp_"},
 		Disclosure:         DisclosureBridge,
-		Search:             Search{DefaultLimit: 5, MaxLimit: 20, HintTokens: 1000, RevealLimit: 64},
-		Trust:              Trust{Mode: TrustPin, NewServers: NewServersTrust},
-		Policy:             Policy{Destructive: DestructiveAllow},
+		Search: Search{DefaultLimit: 5, MaxLimit: 20, HintTokens: 1000, RevealLimit: 64,
+			Embeddings: Embeddings{Timeout: DefaultEmbeddingsTimeout, Weight: DefaultEmbeddingsWeight}},
+		Trust:  Trust{Mode: TrustPin, NewServers: NewServersTrust},
+		Policy: Policy{Destructive: DestructiveAllow},
 		Serve: Serve{
 			Transport:     ServeStdio,
 			Listen:        "127.0.0.1:8080",

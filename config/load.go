@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"reflect"
 	"strings"
 )
@@ -102,6 +103,7 @@ func Load(opts LoadOptions) (*Config, error) {
 	// validation errors would only mislead.
 	if fileOK {
 		errs = append(errs, dropFollowOns(validate(&cfg, prov), errs)...)
+		errs = append(errs, checkKeyEnv(&cfg, lookup, prov)...)
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -149,4 +151,19 @@ func relatedAny(key string, keys []string) bool {
 func isUnder(child, parent string) bool {
 	return strings.HasPrefix(child, parent) && len(child) > len(parent) &&
 		(child[len(parent)] == '.' || child[len(parent)] == '[')
+}
+
+// checkKeyEnv reports a search.embeddings.api_key_env that names a
+// variable the environment does not set: the endpoint would refuse every
+// request, and the rerank would silently never run.
+func checkKeyEnv(c *Config, lookup func(string) (string, bool), prov provenance) []error {
+	e := c.Search.Embeddings
+	if !e.Enabled() || e.APIKeyEnv == "" || !envName.MatchString(e.APIKeyEnv) {
+		return nil
+	}
+	if v, ok := lookup(e.APIKeyEnv); ok && v != "" {
+		return nil
+	}
+	p := keyPath{}.key("search").key("embeddings").key("api_key_env")
+	return []error{&Error{Source: prov.sourceOf(p), Key: p.String(), Msg: fmt.Sprintf("environment variable %s is not set (it should hold the embeddings endpoint's key)", e.APIKeyEnv)}}
 }

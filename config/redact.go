@@ -45,6 +45,7 @@ func (c *Config) Redacted() *Config {
 	if r.Serve.AuthToken != "" {
 		r.Serve.AuthToken = Mask
 	}
+	r.Search.Embeddings.URL = redactURL(r.Search.Embeddings.URL)
 	for i := range r.Hooks {
 		redactArgs(r.Hooks[i].Args)
 	}

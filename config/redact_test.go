@@ -142,7 +142,8 @@ func TestRenderRoundTrip(t *testing.T) {
 		if err := os.WriteFile(path, out, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		back, err := Load(LoadOptions{Path: path})
+		// The environment names search.embeddings.api_key_env's variable.
+		back, err := Load(LoadOptions{Path: path, Environ: fullEnviron})
 		if err != nil {
 			t.Fatalf("loading rendered %s: %v\n%s", format, err, out)
 		}

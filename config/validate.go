@@ -244,6 +244,40 @@ func (v *validator) search(p keyPath, s Search) {
 	}
 	v.nonNegative(p.key("hint_tokens"), int64(s.HintTokens))
 	v.positive(p.key("reveal_limit"), int64(s.RevealLimit))
+	v.embeddings(p.key("embeddings"), s.Embeddings)
+}
+
+// envName is what api_key_env may hold: a POSIX environment variable name.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// embeddings checks search.embeddings. A URL with credentials is rejected,
+// not redacted and used: the URL is shown in logs and errors (redacted),
+// and a key that lives in the file is one a user would not expect to
+// leak; api_key_env keeps it in the environment.
+func (v *validator) embeddings(p keyPath, e Embeddings) {
+	v.nonNegativeDuration(p.key("timeout"), e.Timeout)
+	if !(e.Weight > 0 && e.Weight <= 1) { // NaN too
+		v.fail(p.key("weight"), "must be above 0 and at most 1, got %g (to turn the rerank off, leave search.embeddings.url empty)", e.Weight)
+	}
+	if e.APIKeyEnv != "" && !envName.MatchString(e.APIKeyEnv) {
+		// Not echoed: a value that is no variable name may be the key itself.
+		v.fail(p.key("api_key_env"), "not an environment variable name (value not shown): want the name of the variable holding the key, such as \"OPENAI_API_KEY\", not the key itself")
+	}
+	if e.URL == "" {
+		return
+	}
+	u, err := url.Parse(e.URL)
+	switch {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "":
+		v.fail(p.key("url"), "invalid URL %s: want the API's base URL with http:// or https:// and a host, such as \"http://127.0.0.1:11434/v1\"", quoteShort(redactURL(e.URL)))
+	case u.User != nil:
+		v.fail(p.key("url"), "invalid URL %s: credentials in the URL would show wherever the URL does; put the key in an environment variable and name it in search.embeddings.api_key_env", quoteShort(redactURL(e.URL)))
+	case u.RawQuery != "" || u.Fragment != "":
+		v.fail(p.key("url"), "invalid URL %s: want the API's base URL without a query or fragment (requests go to URL + \"/embeddings\")", quoteShort(redactURL(e.URL)))
+	}
+	if strings.TrimSpace(e.Model) == "" {
+		v.fail(p.key("model"), "missing: search.embeddings.url needs the embedding model's name, such as \"nomic-embed-text\"")
+	}
 }
 
 func (v *validator) serve(p keyPath, s Serve) {
