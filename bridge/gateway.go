@@ -21,6 +21,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolbridge/toolbridge/bridge/search"
+	"github.com/toolbridge/toolbridge/bridge/search/semantic"
 	"github.com/toolbridge/toolbridge/bridge/upstream"
 	"github.com/toolbridge/toolbridge/config"
 	"github.com/toolbridge/toolbridge/trace"
@@ -74,7 +75,10 @@ type Gateway struct {
 	reloadMu sync.Mutex
 	retiring sync.WaitGroup
 
-	index      *search.Index
+	index *search.Index
+	// semantic reranks tool_search with embeddings; nil when
+	// search.embeddings is off.
+	semantic   *semantic.Ranker
 	validators *validators
 	revealed   *revealed
 	// hitSummaries caches what tool_search shows of each hit.
@@ -110,6 +114,11 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
+	sem, err := newSemantic(cfg.Search.Embeddings, opts.Environ, logger)
+	if err != nil {
+		_ = live.hooks.Close()
+		return nil, err
+	}
 	tel, ownTel := opts.Telemetry, false
 	if tel == nil {
 		// Setup never dials: an unreachable collector is only logged later.
@@ -117,6 +126,9 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 			trace.WithLogger(logger), trace.WithServiceVersion(Version), trace.WithRecordContent(cfg.Telemetry.RecordContent))
 		if err != nil {
 			_ = live.hooks.Close()
+			if sem != nil {
+				sem.Close()
+			}
 			return nil, fmt.Errorf("setting up telemetry: %w", err)
 		}
 		ownTel = true
@@ -125,6 +137,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		logger: logger,
 		tel:    tel, ownTel: ownTel,
 		index:      search.New(search.Options{MaxLimit: searchIndexMaxHits}),
+		semantic:   sem,
 		validators: newValidators(), revealed: newRevealed(), hitSummaries: newHitSummaries(),
 		serverDocs: map[string][sha256.Size]byte{},
 		warnings:   newLogThrottle(warnEvery),
@@ -198,6 +211,9 @@ func (g *Gateway) Close() error {
 	errs := []error{g.pool.Close()}
 	g.retiring.Wait() // the pool is closed: nothing retired waits any more
 	errs = append(errs, g.settings().hooks.Close())
+	if g.semantic != nil {
+		g.semantic.Close()
+	}
 	if g.ownTel {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

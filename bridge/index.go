@@ -20,6 +20,9 @@ func (g *Gateway) updateIndex(cat *Catalog) {
 	for name := range g.serverDocs {
 		if _, ok := byServer[name]; !ok {
 			g.index.Remove(name)
+			if g.semantic != nil {
+				g.semantic.SetServer(name, nil)
+			}
 			delete(g.serverDocs, name)
 		}
 	}
@@ -52,6 +55,10 @@ func (g *Gateway) indexServer(name string, tools []*Tool, scratch []byte) []byte
 		docs = append(docs, doc)
 	}
 	g.index.Upsert(name, docs)
+	if g.semantic != nil {
+		// Only texts it has no vector for are embedded, in the background.
+		g.semantic.SetServer(name, semanticTools(docs))
+	}
 	g.serverDocs[name] = print
 	return scratch
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/toolbridge/toolbridge/bridge/search/semantic"
 	"github.com/toolbridge/toolbridge/config"
 	"github.com/toolbridge/toolbridge/config/toolid"
 )
@@ -232,8 +233,12 @@ func (g *Gateway) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*m
 	if len(query) > maxQueryBytes {
 		query = truncateUTF8(query, maxQueryBytes)
 	}
-	res := g.search(g.Catalog(), query, limit, filter)
-	serverSpanFrom(ctx).SetSearch(len(query), limit, len(res.Tools), query)
+	res, oc := g.search(ctx, g.Catalog(), query, limit, filter)
+	span := serverSpanFrom(ctx)
+	span.SetSearch(len(query), limit, len(res.Tools), query)
+	if oc.Status != "" {
+		span.SetSearchSemantic(oc.Status, oc.Reason, oc.Embed)
+	}
 	if cfg.Disclosure == config.DisclosureActivate {
 		g.reveal(ctx, res.Tools)
 	}
@@ -279,18 +284,21 @@ func truncateUTF8(s string, n int) string {
 // search ranks the deferred tools of cat for query. The index holds every
 // tool (tool_call resolves core ones too), so visible tools are skipped and
 // the index is asked for enough hits to fill limit anyway.
-func (g *Gateway) search(cat *Catalog, query string, limit int, filter searchFilter) SearchResult {
+//
+// With search.embeddings, the ranking is the semantic rerank's (outcome
+// says whether it reranked or fell back to the lexical ranking, and why).
+func (g *Gateway) search(ctx context.Context, cat *Catalog, query string, limit int, filter searchFilter) (SearchResult, semantic.Outcome) {
 	out := SearchResult{Tools: []SearchHit{}, TotalDeferred: len(cat.Deferred)}
 	if strings.TrimSpace(query) == "" {
 		out.Catalog = browse(cat, browsePerServer, filter)
-		return out
+		return out, semantic.Outcome{}
 	}
 	want := limit + len(cat.Visible)
 	if filter.on() {
 		// The filter may drop any number of matches: rank them all.
 		want = len(cat.Tools)
 	}
-	r := g.index.Search(query, want)
+	r, oc := g.rank(ctx, query, want)
 	for _, h := range r.Hits {
 		t, ok := cat.ByID(h.ID)
 		if !ok || !t.Deferred {
@@ -323,7 +331,7 @@ func (g *Gateway) search(cat *Catalog, query string, limit int, filter searchFil
 		}
 		out.Catalog = browse(cat, browseNoMatch, filter)
 	}
-	return out
+	return out, oc
 }
 
 // hitSummaries keeps what tool_search shows of each tool it found, its

@@ -81,8 +81,9 @@ func sameHooks(a, b *config.Config) bool {
 type ReloadSummary struct {
 	upstream.PoolChange
 	// NeedRestart lists the config sections that changed but are read
-	// only at start: serve (the listener, its security and limits) and
-	// telemetry (the exporter). The rest of the new config is in force.
+	// only at start: serve (the listener, its security and limits),
+	// search.embeddings (the rerank's client and vectors) and telemetry
+	// (the exporter). The rest of the new config is in force.
 	NeedRestart []string
 	// Failed joins the connect errors of added or changed servers. As at
 	// start-up they are served without and retried in the background.
@@ -122,6 +123,10 @@ func (g *Gateway) Reload(ctx context.Context, cfg *config.Config, specs []upstre
 	oldServe.ShutdownGrace, newServe.ShutdownGrace = 0, 0
 	if !reflect.DeepEqual(oldServe, newServe) {
 		sum.NeedRestart = append(sum.NeedRestart, "serve")
+	}
+	if old.cfg.Search.Embeddings != cfg.Search.Embeddings {
+		// The rerank's client and vectors are built at start.
+		sum.NeedRestart = append(sum.NeedRestart, "search.embeddings")
 	}
 	if !reflect.DeepEqual(old.cfg.Telemetry, cfg.Telemetry) {
 		sum.NeedRestart = append(sum.NeedRestart, "telemetry")

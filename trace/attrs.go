@@ -52,6 +52,15 @@ const (
 	AttrSearchHits = "toolbridge.search.hits"
 	// AttrSearchQuery is the query text; only with record_content.
 	AttrSearchQuery = "toolbridge.search.query"
+	// AttrSearchSemantic says how the semantic rerank (search.embeddings)
+	// ranked a tool_search: reranked, lexical (nothing to rerank with yet)
+	// or fallback (the embeddings endpoint failed); absent when it is off.
+	AttrSearchSemantic = "toolbridge.search.semantic"
+	// AttrSearchSemanticReason says why the rerank did not rerank: a
+	// failure's kind, such as timeout or "http status 401".
+	AttrSearchSemanticReason = "toolbridge.search.semantic.reason"
+	// AttrSearchSemanticMillis is how long the query's embedding took.
+	AttrSearchSemanticMillis = "toolbridge.search.semantic.embed_ms"
 	// AttrHookDeniedBy names the hook that denied a call.
 	AttrHookDeniedBy = "toolbridge.hook.denied_by"
 )

@@ -307,6 +307,24 @@ func (s *Span) SetSearch(queryLen, limit, hits int, query string) {
 	s.span.SetAttributes(kv...)
 }
 
+// SetSearchSemantic records how the semantic rerank ranked a
+// tool_search: status is reranked, lexical or fallback; reason says why
+// it did not rerank (a failure's kind, never a URL or key); embed is the
+// time the query's embedding took (0 when it was not asked for).
+func (s *Span) SetSearchSemantic(status, reason string, embed time.Duration) {
+	if s == nil {
+		return
+	}
+	kv := []attribute.KeyValue{str(AttrSearchSemantic, status)}
+	if reason != "" {
+		kv = append(kv, str(AttrSearchSemanticReason, reason))
+	}
+	if embed > 0 {
+		kv = append(kv, attribute.Float64(AttrSearchSemanticMillis, float64(embed.Microseconds())/1000))
+	}
+	s.span.SetAttributes(kv...)
+}
+
 // SetDenied records that a hook denied the call: toolbridge.hook.denied_by
 // names it, and an event carries the reason the model was given. End the
 // span with EndResult(true): the model gets the denial as a tool error.

@@ -21,6 +21,10 @@
 // Search and Resolve take a read lock; Upsert and Remove analyse outside the
 // lock and hold the write lock only to link or unlink one segment.
 //
+// The optional semantic rerank, which fuses this ranking with the cosine
+// similarity of embeddings from an OpenAI-compatible endpoint, is the
+// subpackage semantic.
+//
 // The package is pure Go and knows nothing about MCP types; the gateway
 // converts tools to Document (DocumentFromToolJSON does it from a tool's
 // JSON form).

@@ -2,6 +2,7 @@ package search
 
 import (
 	"fmt"
+	"hash/fnv"
 	"io"
 )
 
@@ -25,17 +26,30 @@ type Metrics struct {
 // Evaluate runs every query through ix.Search with limit k (full query text
 // as the query) and averages the metrics. Ranks past k count as misses.
 func Evaluate(ix *Index, queries []Query, k int) Metrics {
+	return EvaluateFunc(func(query string, k int) []string {
+		res := ix.Search(query, k)
+		ids := make([]string, len(res.Hits))
+		for i, h := range res.Hits {
+			ids[i] = h.ID
+		}
+		return ids
+	}, queries, k)
+}
+
+// EvaluateFunc is Evaluate for any ranker: rank returns the ids of at most
+// k tools for a query, best first.
+func EvaluateFunc(rank func(query string, k int) []string, queries []Query, k int) Metrics {
 	var m Metrics
 	for _, q := range queries {
-		res := ix.Search(q.Query, k)
+		ids := rank(q.Query, k)
 		rel := make(map[string]bool, len(q.Relevant))
 		for _, id := range q.Relevant {
 			rel[id] = true
 		}
 		var found1, found5, found10 int
 		first := 0
-		for i, h := range res.Hits {
-			if !rel[h.ID] {
+		for i, id := range ids {
+			if !rel[id] {
 				continue
 			}
 			rank := i + 1
@@ -97,4 +111,19 @@ func WriteTableRow(w io.Writer, name string, m Metrics) {
 		multi = fmt.Sprintf("%.3f (%d)", m.All10, m.Multi)
 	}
 	fmt.Fprintf(w, "%-28s %7d %8.3f %8.3f %9.3f %6.3f %7.3f %12s\n", name, m.Queries, m.Recall1, m.Recall5, m.Recall10, m.Hit5, m.MRR10, multi)
+}
+
+// SplitHalves splits queries in two by a hash of their id: options are
+// tuned on the first half only, so the second shows whether they overfit.
+func SplitHalves(qs []Query) (tune, holdout []Query) {
+	for _, q := range qs {
+		h := fnv.New32a()
+		h.Write([]byte(q.ID))
+		if h.Sum32()%2 == 0 {
+			tune = append(tune, q)
+		} else {
+			holdout = append(holdout, q)
+		}
+	}
+	return tune, holdout
 }

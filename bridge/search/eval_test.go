@@ -1,7 +1,6 @@
 package search
 
 import (
-	"hash/fnv"
 	"strings"
 	"testing"
 )
@@ -52,20 +51,8 @@ func loadDataset(t testing.TB, ds dataset, opts Options) (*Index, []Query) {
 	return ix, qs
 }
 
-// splitHalves splits queries in two by a hash of their id: the options were
-// tuned on the first half only, so the second shows whether they overfit.
-func splitHalves(qs []Query) (tune, holdout []Query) {
-	for _, q := range qs {
-		h := fnv.New32a()
-		h.Write([]byte(q.ID))
-		if h.Sum32()%2 == 0 {
-			tune = append(tune, q)
-		} else {
-			holdout = append(holdout, q)
-		}
-	}
-	return tune, holdout
-}
+// splitHalves is SplitHalves: the options were tuned on the first half.
+func splitHalves(qs []Query) (tune, holdout []Query) { return SplitHalves(qs) }
 
 // splitSteps splits queries into those one tool answers and those that
 // need several.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/spf13/cobra"
@@ -81,6 +82,11 @@ var forTerminal = strings.NewReplacer(
 	`Run one with tool_call {"tool_name": "<id>", "tool_args": {...}}.`, `Run one with: toolbridge call <id> '{...}'`,
 )
 
+// semanticWait bounds how long search waits for the semantic rerank to
+// embed the catalog: a CPU-only model embeds about 100 tool texts a
+// second, so a catalog of a few thousand tools fits.
+const semanticWait = time.Minute
+
 // searchCmd ranks the deferred tools for a query, as tool_search does.
 func (a *app) searchCmd() *cobra.Command {
 	cmd := &cobra.Command{
@@ -104,6 +110,9 @@ several; with none, it lists the catalog by server.`,
 			return err
 		}
 		defer s.Close()
+		// With search.embeddings, rank as a running gateway does: after
+		// the catalog is embedded (or the endpoint failed).
+		s.g.WaitSemantic(cmd.Context(), semanticWait)
 		params := map[string]any{"query": strings.Join(args, " ")}
 		if *limit > 0 {
 			params["limit"] = *limit

@@ -1,0 +1,87 @@
+package bridge
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/toolbridge/toolbridge/bridge/search"
+	"github.com/toolbridge/toolbridge/bridge/search/semantic"
+	"github.com/toolbridge/toolbridge/config"
+)
+
+// newSemantic builds the semantic rerank search.embeddings configures, or
+// nil when it is off. The API key is read from the environment variable
+// api_key_env names; it goes into the client's Authorization header and
+// nowhere else.
+func newSemantic(e config.Embeddings, environ []string, logger *slog.Logger) (*semantic.Ranker, error) {
+	if !e.Enabled() {
+		return nil, nil
+	}
+	key := ""
+	if e.APIKeyEnv != "" {
+		key = lookupEnv(environ, e.APIKeyEnv)
+		if key == "" {
+			return nil, fmt.Errorf("search.embeddings.api_key_env: environment variable %s is not set", e.APIKeyEnv)
+		}
+	}
+	c, err := semantic.NewClient(semantic.ClientOptions{URL: e.URL, Model: e.Model, APIKey: key})
+	if err != nil {
+		return nil, fmt.Errorf("search.embeddings: %w", err)
+	}
+	return semantic.NewRanker(semantic.Options{
+		Embedder: c, Weight: e.Weight, Timeout: e.Timeout,
+		Logger: logger.With("embeddings", config.RedactURL(e.URL), "model", e.Model),
+	})
+}
+
+// lookupEnv returns name's value in environ (os.Environ's form).
+func lookupEnv(environ []string, name string) string {
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
+			return v
+		}
+	}
+	return ""
+}
+
+// semanticTools converts a server's documents for the semantic store.
+func semanticTools(docs []search.Document) []semantic.Tool {
+	out := make([]semantic.Tool, len(docs))
+	for i, d := range docs {
+		out[i] = semantic.Tool{ID: d.ID, Server: d.Server, Name: d.Name, Title: d.Title, Description: d.Description}
+	}
+	return out
+}
+
+// rank is the index's ranking of query, reranked semantically when
+// search.embeddings is configured. On any failure of the embeddings
+// endpoint it is the lexical ranking; outcome says which it was ("" when
+// the rerank is off).
+func (g *Gateway) rank(ctx context.Context, query string, limit int) (search.Result, semantic.Outcome) {
+	if g.semantic == nil {
+		return g.index.Search(query, limit), semantic.Outcome{}
+	}
+	var res search.Result
+	hits, oc := g.semantic.Search(ctx, query, limit, func(n int) []semantic.Hit {
+		res = g.index.Search(query, n)
+		return semantic.FromSearch(res.Hits)
+	})
+	res.Hits = semantic.ToSearch[search.Hit](hits)
+	return res, oc
+}
+
+// WaitSemantic waits, at most max, until the semantic rerank has embedded
+// the catalog (or failed, or holds all it can). The one-shot search
+// command calls it so that its ranking is the one a long-running gateway
+// gives; without the rerank it returns at once.
+func (g *Gateway) WaitSemantic(ctx context.Context, max time.Duration) {
+	if g.semantic == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, max)
+	defer cancel()
+	g.semantic.Wait(ctx)
+}
