@@ -36,6 +36,9 @@ const (
 	// -everything, plus resources, prompts, sampling, elicitation and roots
 	// passing through.
 	SessionNPM = "npm"
+	// SessionSearch: each of the spec's Searches finds its tool in the
+	// top 5, every answer held to tool_search's outputSchema.
+	SessionSearch = "search"
 )
 
 // TSSessionTimeout bounds one driver run; a hung gateway fails the run
@@ -44,7 +47,7 @@ const TSSessionTimeout = 5 * time.Minute
 
 // TSSession tells the driver what to play and how to reach toolbridge.
 type TSSession struct {
-	// Session is SessionDemo, SessionActivate or SessionNPM.
+	// Session is SessionDemo, SessionActivate, SessionNPM or SessionSearch.
 	Session string `json:"session"`
 	// Transport is "stdio" (the driver starts Command) or "http" (it
 	// connects to URL).
@@ -58,6 +61,14 @@ type TSSession struct {
 	Root     string `json:"root,omitempty"`
 	Note     string `json:"note,omitempty"`
 	NoteText string `json:"noteText,omitempty"`
+	// Searches (SessionSearch) are the queries to run.
+	Searches []TSSearch `json:"searches,omitempty"`
+}
+
+// TSSearch is one query of SessionSearch and the tool id it must find.
+type TSSearch struct {
+	Query string `json:"query"`
+	Want  string `json:"want"`
 }
 
 // TSStep is one step of a driver run.

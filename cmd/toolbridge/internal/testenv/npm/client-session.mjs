@@ -7,12 +7,15 @@
 //
 //   node client-session.mjs '<spec JSON>'
 //
-// spec: {"session": "demo" | "activate" | "npm",
+// spec: {"session": "demo" | "activate" | "npm" | "search",
 //        "transport": "stdio" | "http",
 //        "command", "args", "env"   (stdio: how to start toolbridge)
 //        "url"                      (http: toolbridge's /mcp endpoint)
 //        "root", "note", "noteText" (npm: the filesystem server's root, a
-//                                    file in it and the file's text)}
+//                                    file in it and the file's text)
+//        "searches"                 (search: [{"query", "want"}], each
+//                                    want an id tool_search must put in
+//                                    its top 5)}
 //
 // Output, one JSON object per line on stdout: first {"plan": [step names]},
 // then {"step", "ok", "detail"?, "error"?} per step in order, then
@@ -381,6 +384,20 @@ const sessions = {
       return text;
     }],
     ["roots pass through", () => callThrough("everything::get-roots-list", {}, "driver-root")],
+    noProtocolErrors,
+  ],
+
+  // search: the spec's queries, each of which must find its tool in the
+  // top 5; the SDK holds every answer to tool_search's outputSchema.
+  search: [
+    connect,
+    metaList,
+    ...(spec.searches ?? []).map(({ query, want }, i) => [`search ${i + 1}: ${clip(query, 80)}`, async () => {
+      const sc = await search(query, 5);
+      const ids = sc.tools.map((t) => t.id);
+      assert(ids.includes(want), `${want} not in the top 5 for ${JSON.stringify(query)}: ${ids.join(", ")}`);
+      return ids.join(", ");
+    }]),
     noProtocolErrors,
   ],
 };
