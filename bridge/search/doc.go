@@ -11,10 +11,8 @@
 // request words to the words tools use ("remember" to entities and
 // observations, intents.go), a request of several steps is scored clause
 // by clause with the best tool of each clause lifted and kept
-// (clauses.go, clauselead.go) and the cutoff applied per clause as well
-// (clausecut.go), and a
-// request that matches nothing as written gets partial matches instead of
-// nothing (partial.go).
+// (clauses.go, clauselead.go), and a request that matches nothing as
+// written gets partial matches instead of nothing (partial.go).
 //
 // The index is split into one segment per server, so adding or removing a
 // server re-analyses only that server's tools. It is safe for concurrent use:

@@ -78,7 +78,6 @@ func plainBM25() Options {
 	o.SynonymWeight = -1
 	o.IntentWeight = -1
 	o.ClauseWeight = -1
-	o.ClauseCutoff = -1
 	o.ClauseLeadBonus = -1
 	o.NameCoverage = -1
 	return o

@@ -43,11 +43,6 @@ type Options struct {
 	// fraction of the best whole-request score; negative ranks the request
 	// as one.
 	ClauseWeight float64
-	// ClauseCutoff keeps a tool of a request split into clauses that
-	// scores at least this fraction of one clause's best score, though it
-	// falls under Cutoff of the whole request: the tool for a step that
-	// few of the request's words describe. Negative is off.
-	ClauseCutoff float64
 	// ClauseLeadBonus adds, in a request split into clauses, this
 	// fraction of its clause score to the best tool of each clause of at
 	// least three terms, so that each step's tool gets a slot near the
@@ -95,7 +90,6 @@ func DefaultOptions() Options {
 	o.SynonymWeight = 0.3
 	o.IntentWeight = 0.5
 	o.ClauseWeight = 0.5
-	o.ClauseCutoff = 0.3
 	o.ClauseLeadBonus = 0.3
 	o.NameCoverage = 0.25
 	o.Cutoff = 0.2
@@ -132,7 +126,6 @@ func (o Options) withDefaults() Options {
 	o.SynonymWeight = min(orFloat(o.SynonymWeight, d.SynonymWeight), 1)
 	o.IntentWeight = min(orFloat(o.IntentWeight, d.IntentWeight), 1)
 	o.ClauseWeight = orFloat(o.ClauseWeight, d.ClauseWeight)
-	o.ClauseCutoff = min(orFloat(o.ClauseCutoff, d.ClauseCutoff), 1)
 	o.ClauseLeadBonus = orFloat(o.ClauseLeadBonus, d.ClauseLeadBonus)
 	o.NameCoverage = orFloat(o.NameCoverage, d.NameCoverage)
 	o.Cutoff = min(orFloat(o.Cutoff, d.Cutoff), 1)

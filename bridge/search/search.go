@@ -381,8 +381,8 @@ func (ix *Index) fuseClauses(sc *scratch) []int {
 	return out
 }
 
-// topHits selects the best limit candidates, applies the cutoff (and the
-// clause cutoff, clausecut.go) and turns them into hits. The documents of lead, the best of each clause of a
+// topHits selects the best limit candidates, applies the cutoff and turns
+// them into hits. The documents of lead, the best of each clause of a
 // split request, are kept in whatever the limit (unless the limit is
 // smaller than their number), in place of the lowest-ranked others, so
 // that each part of a task gets a tool. Caller holds mu (read).
@@ -413,11 +413,11 @@ func (ix *Index) topHits(sc *scratch, bonus map[int]*scored, best float64, limit
 			top = top[:limit]
 		}
 	}
-	for i, g := range sc.touched {
+	for _, g := range sc.touched {
 		if _, ok := bonus[g]; ok {
 			continue
 		}
-		if s := sc.acc[g]; s >= floor || sc.clauseKept(i, ix.opts.ClauseCutoff) {
+		if s := sc.acc[g]; s >= floor {
 			offer(scored{g: g, score: s, base: s})
 		}
 	}
