@@ -170,6 +170,9 @@ func TestSIGTERMLetsACallInFlightFinish(t *testing.T) {
 	}
 	p := startRaw(t, nil, "serve", "--mode", "off", "--config", writeConfig(t, "config.json", string(cfg)))
 	p.initialize(ctx)
+	// initialize is answered before the servers are up (#13); tools/list
+	// waits for them, so the server's process exists before it is read.
+	p.request(ctx, "tools/list", map[string]any{})
 	children := testenv.DescendantProcesses(p.pid())
 	if len(children) == 0 {
 		t.Fatal("no child processes")
