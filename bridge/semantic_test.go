@@ -22,6 +22,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/toolbridge/toolbridge/bridge/search/semantic"
 	"github.com/toolbridge/toolbridge/bridge/upstream"
 	"github.com/toolbridge/toolbridge/config"
 	"github.com/toolbridge/toolbridge/config/toolid"
@@ -217,5 +218,12 @@ func TestSemanticNeedsItsKey(t *testing.T) {
 	_, err := New(cfg, Options{})
 	if err == nil || !strings.Contains(err.Error(), "EMB_KEY_UNSET is not set") {
 		t.Fatalf("New = %v", err)
+	}
+}
+
+// The config's default weight is the one the harness measured.
+func TestSemanticDefaultWeightIsTheMeasuredOne(t *testing.T) {
+	if config.DefaultEmbeddingsWeight != semantic.DefaultWeight || config.DefaultEmbeddingsTimeout != semantic.DefaultTimeout {
+		t.Errorf("config defaults %v, %v; bridge/search/semantic's %v, %v", config.DefaultEmbeddingsWeight, config.DefaultEmbeddingsTimeout, semantic.DefaultWeight, semantic.DefaultTimeout)
 	}
 }

@@ -415,9 +415,13 @@ func (e Embeddings) Enabled() bool { return e.URL != "" }
 // search for longer than an agent would notice.
 const DefaultEmbeddingsTimeout = 2 * time.Second
 
-// DefaultEmbeddingsWeight is the semantic share of the fused score,
-// measured on the tuning halves of BFCL and MetaTool (bridge/search/semantic).
-const DefaultEmbeddingsWeight = 0.5
+// DefaultEmbeddingsWeight is the semantic share of the fused score: the
+// largest weight that, with USE-lite, gained on the tuning halves of BFCL
+// and MetaTool while keeping keyword queries' Recall@1 at 0.953 and
+// costing no set Recall@5 (bridge/search/semantic's harness; README,
+// Semantic rerank). Higher weights gained more on MetaTool and lost
+// keyword and multi-step rankings.
+const DefaultEmbeddingsWeight = 0.125
 
 // Serve is the downstream side.
 type Serve struct {

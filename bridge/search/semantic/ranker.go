@@ -38,7 +38,7 @@ const (
 
 // Defaults of Options.
 const (
-	DefaultWeight   = 0.5
+	DefaultWeight   = 0.125
 	DefaultTimeout  = 2 * time.Second
 	DefaultDepth    = 50
 	DefaultCooldown = 10 * time.Second
@@ -81,6 +81,10 @@ type Options struct {
 	// Logger gets one line per distinct failure reason, and one when the
 	// catalog's embedding catches up.
 	Logger *slog.Logger
+
+	// float32 keeps the vectors as float32 rather than int8 (for the
+	// harness, through export_test.go).
+	float32 bool
 }
 
 // Ranker fuses the lexical ranking with the cosine ranking of the tools'
@@ -133,7 +137,9 @@ func NewRanker(o Options) (*Ranker, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	r := &Ranker{o: o, store: NewStore(o.MaxVectors), kick: make(chan struct{}, 1), stop: stop, done: make(chan struct{}), logged: map[string]bool{}}
+	st := NewStore(o.MaxVectors)
+	st.exact = o.float32
+	r := &Ranker{o: o, store: st, kick: make(chan struct{}, 1), stop: stop, done: make(chan struct{}), logged: map[string]bool{}}
 	go r.work(ctx)
 	return r, nil
 }

@@ -98,6 +98,10 @@ type Store struct {
 	dim   int
 	vec   []int8
 	scale []float32
+	// f32, when exact is set, holds the vectors as float32 instead, for
+	// the harness to measure what int8 costs in quality.
+	exact bool
+	f32   []float32
 	slots []*entry
 	free  []int32
 	// max bounds the vectors held; the tools past it rank lexically.
@@ -242,12 +246,20 @@ func (s *Store) Put(keys []textKey, vecs [][]float32) error {
 		case len(s.slots) < s.max:
 			slot = int32(len(s.slots))
 			s.slots = append(s.slots, nil)
-			s.vec = append(s.vec, make([]int8, s.dim)...)
+			if s.exact {
+				s.f32 = append(s.f32, make([]float32, s.dim)...)
+			} else {
+				s.vec = append(s.vec, make([]int8, s.dim)...)
+			}
 			s.scale = append(s.scale, 0)
 		default:
 			return nil // full: the rest rank lexically
 		}
-		s.scale[slot] = quantize(s.vec[int(slot)*s.dim:int(slot+1)*s.dim], v)
+		if s.exact {
+			s.scale[slot] = normalize(s.f32[int(slot)*s.dim:int(slot+1)*s.dim], v)
+		} else {
+			s.scale[slot] = quantize(s.vec[int(slot)*s.dim:int(slot+1)*s.dim], v)
+		}
 		s.slots[slot] = e
 		e.slot = slot
 		e.text = ""
@@ -276,6 +288,24 @@ func quantize(dst []int8, v []float32) float32 {
 	return float32(peak / norm / 127)
 }
 
+// normalize writes v at unit length into dst and returns 1 (0 for a zero
+// vector).
+func normalize(dst, v []float32) float32 {
+	var norm float64
+	for _, x := range v {
+		norm += float64(x) * float64(x)
+	}
+	if norm == 0 {
+		clear(dst)
+		return 0
+	}
+	k := 1 / math.Sqrt(norm)
+	for i, x := range v {
+		dst[i] = float32(float64(x) * k)
+	}
+	return 1
+}
+
 // Stats says how many tools the store knows and how many have a vector.
 type Stats struct {
 	Tools, Embedded, Vectors, Dim int
@@ -287,7 +317,7 @@ type Stats struct {
 func (s *Store) Stats() Stats {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return Stats{Tools: len(s.byID), Embedded: s.embedded, Vectors: len(s.slots) - len(s.free), Dim: s.dim, Bytes: len(s.vec) + 4*len(s.scale)}
+	return Stats{Tools: len(s.byID), Embedded: s.embedded, Vectors: len(s.slots) - len(s.free), Dim: s.dim, Bytes: len(s.vec) + 4*len(s.f32) + 4*len(s.scale)}
 }
 
 // scores holds one query's cosine similarity to every embedded tool.
@@ -313,6 +343,10 @@ func (s *Store) score(q []float32, depth int, want map[string]bool) (scores, boo
 	}
 	qi := make([]int8, s.dim)
 	qs := quantize(qi, q)
+	qf := make([]float32, s.dim)
+	if s.exact {
+		normalize(qf, q)
+	}
 	type cand struct {
 		c float32
 		e *entry
@@ -325,7 +359,12 @@ func (s *Store) score(q []float32, depth int, want map[string]bool) (scores, boo
 		if e == nil {
 			continue
 		}
-		c := float32(dot8(qi, s.vec[slot*s.dim:(slot+1)*s.dim])) * qs * s.scale[slot]
+		var c float32
+		if s.exact {
+			c = dot32(qf, s.f32[slot*s.dim:(slot+1)*s.dim]) * s.scale[slot]
+		} else {
+			c = float32(dot8(qi, s.vec[slot*s.dim:(slot+1)*s.dim])) * qs * s.scale[slot]
+		}
 		cos[slot] = c
 		k := float64(len(e.tools))
 		sum += float64(c) * k
@@ -389,6 +428,16 @@ func (s *Store) Dim() int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.dim
+}
+
+// dot32 is the dot product of two float32 vectors of equal length.
+func dot32(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s float32
+	for i, x := range a {
+		s += x * b[i]
+	}
+	return s
 }
 
 // toolInfo returns the server and name of the tool id, for a hit the
