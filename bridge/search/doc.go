@@ -12,7 +12,10 @@
 // observations, intents.go), a request of several steps is scored clause
 // by clause with the best tool of each clause lifted and kept
 // (clauses.go, clauselead.go), and a request that matches nothing as
-// written gets partial matches instead of nothing (partial.go).
+// written gets partial matches instead of nothing (partial.go). When the
+// first pass has a clear leader, the rare words that characterise it are
+// added to the query at a small weight (pseudo-relevance feedback,
+// feedback.go), for tools that say what the request means in other words.
 //
 // The index is split into one segment per server, so adding or removing a
 // server re-analyses only that server's tools. It is safe for concurrent use:

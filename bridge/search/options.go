@@ -49,11 +49,16 @@ type Options struct {
 	// top rather than only within the limit; it never takes first place
 	// from the request's best tool. Negative is off.
 	ClauseLeadBonus float64
+	// FeedbackWeight is the weight, relative to a query word, of the best
+	// of the words pseudo-relevance feedback adds when the first pass has
+	// a clear leader (feedback.go); negative is off.
+	FeedbackWeight float64
 	// NameCoverage multiplies a tool's score by 1 + NameCoverage x (the
 	// fraction of its name's parts the query matched); negative is off.
 	NameCoverage float64
-	// Cutoff drops hits scoring under this fraction of the best hit;
-	// negative keeps every hit up to the limit.
+	// Cutoff drops hits scoring under this fraction of the best hit's
+	// score before feedback (the request's own words); negative keeps
+	// every hit up to the limit.
 	Cutoff float64
 	// ExactBonus is added to a tool the whole query names exactly, so it
 	// ranks first whatever the text scores are.
@@ -92,6 +97,7 @@ func DefaultOptions() Options {
 	o.ClauseWeight = 0.5
 	o.ClauseLeadBonus = 0.3
 	o.NameCoverage = 0.25
+	o.FeedbackWeight = 0.5
 	o.Cutoff = 0.2
 	o.ExactBonus = 1000
 	o.DefaultLimit = 5
@@ -128,6 +134,7 @@ func (o Options) withDefaults() Options {
 	o.ClauseWeight = orFloat(o.ClauseWeight, d.ClauseWeight)
 	o.ClauseLeadBonus = orFloat(o.ClauseLeadBonus, d.ClauseLeadBonus)
 	o.NameCoverage = orFloat(o.NameCoverage, d.NameCoverage)
+	o.FeedbackWeight = orFloat(o.FeedbackWeight, d.FeedbackWeight)
 	o.Cutoff = min(orFloat(o.Cutoff, d.Cutoff), 1)
 	if o.ExactBonus <= 0 {
 		o.ExactBonus = d.ExactBonus

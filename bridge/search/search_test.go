@@ -120,7 +120,9 @@ func TestKeywordQueries(t *testing.T) {
 
 func TestCutoff(t *testing.T) {
 	for _, cut := range []float64{0.1, 0.3, 0.6, 0.9} {
-		ix := refIndex(t, Options{Cutoff: cut})
+		// The floor is a fraction of the best score before feedback, which
+		// the hits show only with feedback off (TestFeedbackKeepsCutoff).
+		ix := refIndex(t, Options{Cutoff: cut, FeedbackWeight: -1})
 		for _, q := range []string{"file", "pull request", "search", "create new entities"} {
 			res := ix.Search(q, 20)
 			if len(res.Hits) == 0 {

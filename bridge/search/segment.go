@@ -75,7 +75,12 @@ type segment struct {
 	// each list in document order.
 	terms    []string
 	postings [][]posting
-	lenSum   [numFields]float64
+	// fwd lists each document's terms, doc d's in fwd[fwdOff[d]:fwdOff[d+1]],
+	// for pseudo-relevance feedback (feedback.go), which needs the terms
+	// of the best tools and the postings keep no per-document view.
+	fwd    []fwdTerm
+	fwdOff []int32
+	lenSum [numFields]float64
 	// base is the segment's offset in the index-wide document numbering
 	// that Search's score accumulators use.
 	base int
@@ -135,6 +140,7 @@ func buildSegment(a *analyzer, server string, docs []Document) *segment {
 	for n := range nTerms {
 		seg.postings[n] = all[offs[n]:offs[n+1]:offs[n+1]]
 	}
+	seg.buildForward(b.pairs)
 	return seg
 }
 
