@@ -85,3 +85,18 @@ func (g *Gateway) WaitSemantic(ctx context.Context, max time.Duration) {
 	defer cancel()
 	g.semantic.Wait(ctx)
 }
+
+// SemanticState says, for people, how far the semantic rerank got: ""
+// when it is off, else how many tools have a vector and the latest
+// failure's kind, if any.
+func (g *Gateway) SemanticState() string {
+	if g.semantic == nil {
+		return ""
+	}
+	st := g.semantic.Store().Stats()
+	out := fmt.Sprintf("semantic rerank: %d of %d tools embedded", st.Embedded, st.Tools)
+	if reason := g.semantic.LastFailure(); reason != "" {
+		out += fmt.Sprintf("; the endpoint failed (%s), tools without a vector rank lexically", reason)
+	}
+	return out
+}

@@ -165,6 +165,9 @@ func TestToolSearchSemanticRerank(t *testing.T) {
 	if st := g.semantic.Store().Stats(); st.Tools == 0 || st.Embedded != st.Tools {
 		t.Fatalf("catalog not embedded: %+v", st)
 	}
+	if st := g.SemanticState(); !strings.HasSuffix(st, " tools embedded") || strings.Contains(st, " 0 of ") {
+		t.Errorf("SemanticState = %q", st)
+	}
 	ids, status, reason := searchIDs(t, g, exp, "create an issue")
 	if status != "reranked" || reason != "" || len(ids) == 0 || ids[0] != "issues::create_issue" {
 		t.Fatalf("hits %v, span %q %q", ids, status, reason)
@@ -184,6 +187,9 @@ func TestToolSearchSemanticRerank(t *testing.T) {
 	ids, status, reason = searchIDs(t, g, exp, "pull requests")
 	if status != "fallback" || reason != "http status 500" || !slices.Equal(ids, want) {
 		t.Errorf("hits %v, span %q %q; want the lexical %v", ids, status, reason, want)
+	}
+	if st := g.SemanticState(); !strings.Contains(st, "the endpoint failed (http status 500)") {
+		t.Errorf("SemanticState after a failure = %q", st)
 	}
 	if out := logs.String(); strings.Contains(out, embeddingsKey) || !strings.Contains(out, "http status 500") {
 		t.Errorf("log shows the key or not the failure:\n%s", out)

@@ -113,6 +113,9 @@ several; with none, it lists the catalog by server.`,
 		// With search.embeddings, rank as a running gateway does: after
 		// the catalog is embedded (or the endpoint failed).
 		s.g.WaitSemantic(cmd.Context(), semanticWait)
+		if state := s.g.SemanticState(); state != "" {
+			fmt.Fprintln(a.io.err, "toolbridge: "+state)
+		}
 		params := map[string]any{"query": strings.Join(args, " ")}
 		if *limit > 0 {
 			params["limit"] = *limit

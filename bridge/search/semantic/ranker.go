@@ -108,6 +108,8 @@ type Ranker struct {
 	// could not take every tool.
 	failures int
 	full     bool
+	// last is the reason of the latest failure, "" when none.
+	last string
 }
 
 // NewRanker starts a ranker and its background worker.
@@ -246,9 +248,20 @@ func (r *Ranker) Wait(ctx context.Context) {
 	}
 }
 
+// LastFailure returns the reason of the latest failure of the endpoint
+// ("" when there was none).
+func (r *Ranker) LastFailure() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.last
+}
+
 // logFailure logs err once per distinct reason.
 func (r *Ranker) logFailure(doing string, err error) {
 	reason := ReasonOf(err)
+	r.mu.Lock()
+	r.last = reason
+	r.mu.Unlock()
 	r.logOnce(reason, "semantic rerank: "+doing+" failed; tool search ranks lexically meanwhile", "reason", reason, "error", err)
 }
 
