@@ -111,6 +111,16 @@ client.setRequestHandler(ListRootsRequestSchema, async () => {
 
 const validator = new AjvJsonSchemaValidator();
 
+// watchingGetStream is fetch that resolves getStreamOpen once a GET (the
+// stream for server-to-client messages) is answered 200.
+let getStreamOpened;
+const getStreamOpen = new Promise((r) => (getStreamOpened = r));
+async function watchingGetStream(url, init) {
+  const res = await fetch(url, init);
+  if ((init?.method ?? "GET") === "GET" && res.status === 200) getStreamOpened(true);
+  return res;
+}
+
 // ---- helpers over the meta-tools ----
 
 async function call(name, args) {
@@ -199,9 +209,19 @@ const connect = [
   async () => {
     const transport =
       spec.transport === "http"
-        ? new StreamableHTTPClientTransport(new URL(spec.url))
+        ? new StreamableHTTPClientTransport(new URL(spec.url), { fetch: watchingGetStream })
         : new StdioClientTransport({ command: spec.command, args: spec.args ?? [], env: { ...process.env, ...(spec.env ?? {}) }, stderr: "inherit" });
     await client.connect(transport);
+    if (spec.transport === "http") {
+      // The SDK opens the GET stream in the background after initialize.
+      // mcp-go (v1.2.1) can take a client's answer to sampling, elicitation
+      // or roots only once that stream is open: a call that arrives
+      // before it runs in a per-request session the answer never finds
+      // (README, "Known limitations"). Hosts open it at once; waiting here
+      // keeps a slow machine from turning that moment into a failure.
+      const opened = await Promise.race([getStreamOpen, new Promise((r) => setTimeout(() => r(false), 30_000))]);
+      assert(opened, "the client's GET stream did not open within 30 s");
+    }
     const caps = client.getServerCapabilities();
     assert(caps?.tools, `server declares no tools capability: ${JSON.stringify(caps)}`);
     return `${client.getServerVersion()?.name} ${client.getServerVersion()?.version} over ${spec.transport}`;
