@@ -126,7 +126,7 @@ func TestMergePieces(t *testing.T) {
 		{"bound zero means one", [][]int{{0}, {1}}, 0, [][]int{{0, 1}}},
 	}
 	for _, tc := range tests {
-		got := mergePieces(tc.pieces, tc.n)
+		got, _ := mergePieces(tc.pieces, nil, tc.n)
 		if !slices.EqualFunc(got, tc.want, slices.Equal[[]int]) {
 			t.Errorf("%s: mergePieces(%v, %d) = %v, want %v", tc.name, tc.pieces, tc.n, got, tc.want)
 		}

@@ -24,7 +24,8 @@
 //
 // The optional semantic rerank, which fuses this ranking with the cosine
 // similarity of embeddings from an OpenAI-compatible endpoint, is the
-// subpackage semantic.
+// subpackage semantic; Index.Read tells it how Search reads a request (its
+// terms and the clauses it scores apart, request.go).
 //
 // The package is pure Go and knows nothing about MCP types; the gateway
 // converts tools to Document (DocumentFromToolJSON does it from a tool's

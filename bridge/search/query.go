@@ -45,29 +45,7 @@ func (ix *Index) parseRequest(q string) ([]queryGroup, int) {
 	if ix.opts.ClauseWeight <= 0 || len(groups) > maxSplitTerms {
 		return groups, 0
 	}
-	parts := splitClauses(q)
-	if len(parts) < 2 {
-		return groups, 0
-	}
-	pos := make(map[string]int, len(groups))
-	for i, g := range groups {
-		pos[g.alts[0].term] = i
-	}
-	// Each piece as the groups it has; a piece without a term (all stop
-	// words) is no clause.
-	pieces := make([][]int, 0, len(parts))
-	for _, p := range parts {
-		var idx []int
-		for _, cg := range ix.parseTerms(p, local) {
-			if i, ok := pos[cg.alts[0].term]; ok {
-				idx = append(idx, i)
-			}
-		}
-		if len(idx) > 0 {
-			pieces = append(pieces, idx)
-		}
-	}
-	pieces = mergePieces(pieces, maxClauses)
+	pieces, _ := ix.clausePieces(q, groups, local)
 	if len(pieces) < 2 {
 		return groups, 0
 	}
@@ -79,13 +57,49 @@ func (ix *Index) parseRequest(q string) ([]queryGroup, int) {
 	return groups, len(pieces)
 }
 
+// clausePieces splits q (splitClauses) into the pieces parseRequest
+// scores apart: each piece as the indices of the groups (q's query
+// groups) it has, and its text. A piece without a term (all stop words)
+// is no clause; the rest are merged down to maxClauses (mergePieces). It
+// returns nil when q is one piece.
+func (ix *Index) clausePieces(q string, groups []queryGroup, local termCache) ([][]int, []string) {
+	parts := splitClauses(q)
+	if len(parts) < 2 {
+		return nil, nil
+	}
+	pos := make(map[string]int, len(groups))
+	for i, g := range groups {
+		pos[g.alts[0].term] = i
+	}
+	pieces := make([][]int, 0, len(parts))
+	texts := make([]string, 0, len(parts))
+	for _, p := range parts {
+		var idx []int
+		for _, cg := range ix.parseTerms(p, local) {
+			if i, ok := pos[cg.alts[0].term]; ok {
+				idx = append(idx, i)
+			}
+		}
+		if len(idx) > 0 {
+			pieces = append(pieces, idx)
+			texts = append(texts, p)
+		}
+	}
+	pieces, texts = mergePieces(pieces, texts, maxClauses)
+	if len(pieces) < 2 {
+		return nil, nil
+	}
+	return pieces, texts
+}
+
 // mergePieces joins adjacent pieces of a request (each the query groups
 // it has) until at most n remain, each time the pair with the fewest
 // terms between them, the later pair on a tie. A long request thus keeps
 // its steps apart and loses its asides ("Imagine you are a teacher.")
 // into a neighbour, where joining every piece past n into the last one
-// made its last clause a paragraph of several steps.
-func mergePieces(pieces [][]int, n int) [][]int {
+// made its last clause a paragraph of several steps. texts, the pieces'
+// texts or nil, are joined alike (with a space).
+func mergePieces(pieces [][]int, texts []string, n int) ([][]int, []string) {
 	for len(pieces) > max(n, 1) {
 		k := len(pieces) - 2
 		for i := k - 1; i >= 0; i-- {
@@ -95,8 +109,12 @@ func mergePieces(pieces [][]int, n int) [][]int {
 		}
 		pieces[k] = append(pieces[k], pieces[k+1]...)
 		pieces = slices.Delete(pieces, k+1, k+2)
+		if texts != nil {
+			texts[k] += " " + texts[k+1]
+			texts = slices.Delete(texts, k+1, k+2)
+		}
 	}
-	return pieces
+	return pieces, texts
 }
 
 // parseQuery analyses q into query groups, in first-occurrence order.
