@@ -65,7 +65,11 @@ func (g *Gateway) rank(ctx context.Context, query string, limit int) (search.Res
 		return g.index.Search(query, limit), semantic.Outcome{}
 	}
 	var res search.Result
-	hits, oc := g.semantic.Search(ctx, query, limit, func(n int) []semantic.Hit {
+	// The rerank embeds the clauses the index scores apart with the
+	// request, and weighs itself by the request's terms.
+	rq := g.index.Read(query)
+	req := semantic.Request{Query: query, Terms: rq.Terms, Clauses: rq.Clauses}
+	hits, oc := g.semantic.SearchRequest(ctx, req, limit, func(n int) []semantic.Hit {
 		res = g.index.Search(query, n)
 		return semantic.FromSearch(res.Hits)
 	})

@@ -400,8 +400,9 @@ type Embeddings struct {
 	// APIKeyEnv names the environment variable holding the endpoint's
 	// bearer key, if it needs one. The key itself is never in the config.
 	APIKeyEnv string `koanf:"api_key_env" json:"api_key_env"`
-	// Weight is the semantic ranking's share of the fused score, above 0
-	// and at most 1 (default DefaultEmbeddingsWeight).
+	// Weight is the semantic ranking's share of the fused score for a
+	// request of seven terms or more (a shorter one gets terms/7 of it),
+	// above 0 and at most 1 (default DefaultEmbeddingsWeight).
 	Weight float64 `koanf:"weight" json:"weight"`
 }
 
@@ -415,13 +416,15 @@ func (e Embeddings) Enabled() bool { return e.URL != "" }
 // search for longer than an agent would notice.
 const DefaultEmbeddingsTimeout = 2 * time.Second
 
-// DefaultEmbeddingsWeight is the semantic share of the fused score: the
-// largest weight that, with USE-lite, gained on the tuning halves of BFCL
-// and MetaTool while keeping keyword queries' Recall@1 at 0.953 and
-// costing no set Recall@5 (bridge/search/semantic's harness; README,
-// Semantic rerank). Higher weights gained more on MetaTool and lost
-// keyword and multi-step rankings.
-const DefaultEmbeddingsWeight = 0.125
+// DefaultEmbeddingsWeight is the semantic share of the fused score for a
+// request of seven terms or more (a shorter one gets terms/7 of it): the
+// weight that, with USE-lite, gained most on the tuning halves of BFCL
+// and MetaTool while keeping keyword queries' Recall@1 at 0.953, costing
+// no set Recall@5 and multi-step requests at most 0.01 of all-in-top-10
+// (bridge/search/semantic's harness; README, Semantic rerank). Higher
+// weights gained more on MetaTool and lost keyword and multi-step
+// rankings.
+const DefaultEmbeddingsWeight = 0.3
 
 // Serve is the downstream side.
 type Serve struct {

@@ -14,7 +14,11 @@
 // embeds the catalog in the background, one batch at a time on one
 // worker, and fuses a query's cosine ranking with the lexical one; on any
 // failure of the endpoint it answers with the lexical ranking and says
-// why.
+// why. A request the lexical index splits into clauses (Request, from
+// search.Index.Read) has each clause embedded in the same call, and a
+// tool's semantic score is its best over the request and the clauses; the
+// semantic weight grows with the request's terms, since short keyword-like
+// requests are what the lexical ranking does best.
 //
 // The package imports nothing of the project: the gateway converts its
 // lexical hits (search.Hit has the same fields as Hit) and tool

@@ -61,6 +61,13 @@ type variant struct {
 	fusion  semantic.Fusion
 	weight  float64 // 0: lexical only
 	float32 bool    // float32 vectors instead of int8
+	// tune, when set, overrides the fusion's constants (WithTuning).
+	tune *tuneVals
+}
+
+type tuneVals struct {
+	clause    float64
+	termsFull int
 }
 
 // variants are the rankings measured: the lexical one, the default, and
@@ -68,6 +75,18 @@ type variant struct {
 // fusions the default was chosen from, on the tuning halves).
 func variants() []variant {
 	vs := []variant{{name: "lexical"}, {name: fmt.Sprintf("default: weighted w=%g", semantic.DefaultWeight), weight: semantic.DefaultWeight}}
+	// TOOLBRIDGE_EMBEDDINGS_TUNE="w/clause/termsFull;..." measures those
+	// fusions (WithTuning), e.g. "0.125/0/0" for the fusion before
+	// clauses and the request-dependent weight, "0.4/1/10".
+	if list := os.Getenv("TOOLBRIDGE_EMBEDDINGS_TUNE"); list != "" {
+		for _, f := range strings.Split(list, ";") {
+			var w float64
+			var tv tuneVals
+			if _, err := fmt.Sscanf(f, "%g/%g/%d", &w, &tv.clause, &tv.termsFull); err == nil {
+				vs = append(vs, variant{name: "w=" + f, weight: w, tune: &tv})
+			}
+		}
+	}
 	if os.Getenv("TOOLBRIDGE_EMBEDDINGS_VARIANTS") != "all" {
 		return vs
 	}
@@ -83,10 +102,10 @@ func variants() []variant {
 		}
 	}
 	for _, w := range ws {
-		vs = append(vs, variant{fmt.Sprintf("weighted w=%g", w), semantic.Weighted, w, false})
+		vs = append(vs, variant{name: fmt.Sprintf("weighted w=%g", w), fusion: semantic.Weighted, weight: w})
 	}
 	for _, w := range []float64{0.3, 0.5, 0.7, 0.8} {
-		vs = append(vs, variant{fmt.Sprintf("rrf w=%g", w), semantic.RRF, w, false})
+		vs = append(vs, variant{name: fmt.Sprintf("rrf w=%g", w), fusion: semantic.RRF, weight: w})
 	}
 	return vs
 }
@@ -115,15 +134,17 @@ func TestSemanticQuality(t *testing.T) {
 		}
 		ix, docs, qs := loadSet(t, set)
 		// Every query embedded up front, in large batches, into the cache.
-		texts := make([]string, len(qs))
-		for i, q := range qs {
-			texts[i] = q.Query
+		texts := make([]string, 0, len(qs))
+		for _, q := range qs {
+			texts = append(texts, q.Query)
+			// The clauses the ranker embeds with the request.
+			texts = append(texts, ix.Read(q.Query).Clauses...)
 		}
 		start := time.Now()
 		if _, err := emb.Embed(context.Background(), texts); err != nil {
 			t.Fatalf("%s: embedding the queries: %v", set.name, err)
 		}
-		t.Logf("%s: %d queries embedded or cached in %s", set.name, len(qs), time.Since(start).Round(time.Millisecond))
+		t.Logf("%s: %d queries and their clauses (%d texts) embedded or cached in %s", set.name, len(qs), len(texts), time.Since(start).Round(time.Millisecond))
 
 		fmt.Fprintf(&table, "\n%s (%d tools)\n", set.name, ix.Len())
 		search.WriteTableHeader(&table)
@@ -160,7 +181,8 @@ func TestSemanticQuality(t *testing.T) {
 
 // TestEndpointLatency measures the added latency of one query's
 // embedding through the real endpoint, uncached (p50/p99 over the task
-// set's queries).
+// set's queries): the request alone, and the request with its clauses in
+// one call, as the ranker sends them.
 func TestEndpointLatency(t *testing.T) {
 	base := os.Getenv(envURL)
 	if base == "" {
@@ -171,20 +193,34 @@ func TestEndpointLatency(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	qs, err := search.LoadQueries("../testdata/tasks/queries.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var d []time.Duration
+	ix, _, qs := loadSet(t, qualitySets[3])
+	var one, all, split []time.Duration
+	texts := 0
 	for _, q := range qs {
 		start := time.Now()
 		if _, err := client.Embed(context.Background(), []string{q.Query}); err != nil {
 			t.Fatal(err)
 		}
-		d = append(d, time.Since(start))
+		one = append(one, time.Since(start))
+		batch := append([]string{q.Query}, ix.Read(q.Query).Clauses...)
+		start = time.Now()
+		if _, err := client.Embed(context.Background(), batch); err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, time.Since(start))
+		if len(batch) > 1 {
+			split = append(split, time.Since(start))
+			texts += len(batch)
+		}
 	}
-	slices.Sort(d)
-	t.Logf("endpoint call, one query, %d queries: p50 %s p99 %s max %s", len(d), d[len(d)/2], d[len(d)*99/100], d[len(d)-1])
+	pct := func(d []time.Duration) string {
+		slices.Sort(d)
+		return fmt.Sprintf("p50 %s p99 %s max %s", d[len(d)/2], d[len(d)*99/100], d[len(d)-1])
+	}
+	t.Logf("endpoint call, %d queries: the request alone %s; with its clauses %s", len(qs), pct(one), pct(all))
+	if len(split) > 0 {
+		t.Logf("the %d split requests (%.1f texts each): %s", len(split), float64(texts)/float64(len(split)), pct(split))
+	}
 }
 
 func cmpOr(a, b string) string {
@@ -237,6 +273,9 @@ func newRanker(t *testing.T, emb semantic.Embedder, docs []search.ServerDocs, v 
 	if v.float32 {
 		o = semantic.WithFloat32(o)
 	}
+	if v.tune != nil {
+		o = semantic.WithTuning(o, v.tune.clause, v.tune.termsFull)
+	}
 	r, err := semantic.NewRanker(o)
 	if err != nil {
 		t.Fatal(err)
@@ -264,7 +303,9 @@ func lexicalRanker(ix *search.Index) func(string, int) []string {
 // hybridRanker ranks as the gateway's tool_search does (bridge/meta.go).
 func hybridRanker(t *testing.T, r *semantic.Ranker, ix *search.Index) func(string, int) []string {
 	return func(q string, k int) []string {
-		hits, oc := r.Search(context.Background(), q, k, func(n int) []semantic.Hit { return semantic.FromSearch(ix.Search(q, n).Hits) })
+		rq := ix.Read(q)
+		req := semantic.Request{Query: q, Terms: rq.Terms, Clauses: rq.Clauses}
+		hits, oc := r.SearchRequest(context.Background(), req, k, func(n int) []semantic.Hit { return semantic.FromSearch(ix.Search(q, n).Hits) })
 		if oc.Status != "reranked" && strings.TrimSpace(q) != "" {
 			t.Errorf("query %q not reranked: %+v", q, oc)
 		}

@@ -38,7 +38,7 @@ const (
 
 // Defaults of Options.
 const (
-	DefaultWeight   = 0.125
+	DefaultWeight   = 0.3
 	DefaultTimeout  = 2 * time.Second
 	DefaultDepth    = 50
 	DefaultCooldown = 10 * time.Second
@@ -56,13 +56,18 @@ const (
 	minZ = 2.0
 	// maxQueryBytes bounds the query text sent to the endpoint.
 	maxQueryBytes = 2000
+	// maxClauses bounds the clauses embedded with a request (the lexical
+	// index scores at most six).
+	maxClauses = 6
 )
 
 // Options configure a Ranker. Zero fields take the defaults.
 type Options struct {
 	// Embedder embeds tools and queries (a *Client); required.
 	Embedder Embedder
-	// Weight is the semantic share of the fused score, in (0, 1].
+	// Weight is the semantic share of the fused score, in (0, 1], for a
+	// request of seven terms or more; SearchRequest gives a shorter one
+	// terms/7 of it (Search, which knows no terms, the whole).
 	Weight float64
 	// Fusion is how the rankings are combined (default Weighted).
 	Fusion Fusion
@@ -85,7 +90,26 @@ type Options struct {
 	// float32 keeps the vectors as float32 rather than int8 (for the
 	// harness, through export_test.go).
 	float32 bool
+	// tune overrides the fusion's constants (for the harness, through
+	// export_test.go); nil takes defaultTuning.
+	tune *tuning
 }
+
+// tuning are the constants of the fusion, measured with the harness.
+type tuning struct {
+	// clause is the share of a clause's semantic score in a tool's
+	// semantic score; 0 or less ignores the clauses.
+	clause float64
+	// termsFull is the number of terms from which a request gets the full
+	// weight; fewer get terms/termsFull of it. 0 is always the full weight.
+	termsFull int
+}
+
+// defaultTuning was measured with USE-lite on the tuning halves (README,
+// "Semantic rerank"): a clause's best tool counts as much as the
+// request's, and a request of fewer than seven terms gets terms/7 of the
+// weight.
+var defaultTuning = tuning{clause: 1, termsFull: 7}
 
 // Ranker fuses the lexical ranking with the cosine ranking of the tools'
 // embeddings. It embeds the catalog in the background (SetServer queues
@@ -288,12 +312,33 @@ type Outcome struct {
 	Embed time.Duration
 }
 
-// Search ranks query: it embeds the query (bounded by Options.Timeout),
-// asks lexical for the lexical ranking, best first, and fuses the two.
-// On any failure of the endpoint it returns lexical(limit) unchanged and
-// the reason in Outcome. lexical may be called once; its limit may exceed
-// limit, to get fusion candidates.
+// Request is a query as the lexical index reads it (search.Request,
+// from search.Index.Read): the fusion embeds each clause too, and weighs
+// the rerank by the request's terms.
+type Request struct {
+	// Query is the request's text.
+	Query string
+	// Terms counts its query terms; 0 is unknown.
+	Terms int
+	// Clauses are the clauses the lexical index scores apart, nil when it
+	// does not split the request.
+	Clauses []string
+}
+
+// Search ranks query: it is SearchRequest for a request the lexical index
+// does not read (no clauses, unknown terms).
 func (r *Ranker) Search(ctx context.Context, query string, limit int, lexical func(limit int) []Hit) ([]Hit, Outcome) {
+	return r.SearchRequest(ctx, Request{Query: query}, limit, lexical)
+}
+
+// SearchRequest ranks req: it embeds the request and its clauses in one
+// call to the endpoint (bounded by Options.Timeout), asks lexical for
+// the lexical ranking, best first, and fuses the two. On any failure of
+// the endpoint it returns lexical(limit) unchanged and the reason in
+// Outcome. lexical may be called once; its limit may exceed limit, to
+// get fusion candidates.
+func (r *Ranker) SearchRequest(ctx context.Context, req Request, limit int, lexical func(limit int) []Hit) ([]Hit, Outcome) {
+	query := req.Query
 	st := r.store.Stats()
 	oc := Outcome{Embedded: st.Embedded, Tools: st.Tools}
 	if strings.TrimSpace(query) == "" {
@@ -309,7 +354,7 @@ func (r *Ranker) Search(ctx context.Context, query string, limit int, lexical fu
 		return lexical(limit), oc
 	}
 	start := time.Now()
-	q, err := r.embedQuery(ctx, query)
+	qs, err := r.embedQuery(ctx, r.texts(req))
 	oc.Embed = time.Since(start)
 	if err != nil {
 		oc.Status, oc.Reason = "fallback", ReasonOf(err)
@@ -319,15 +364,16 @@ func (r *Ranker) Search(ctx context.Context, query string, limit int, lexical fu
 		}
 		return lexical(limit), oc
 	}
-	if dim := r.store.Dim(); len(q) != dim {
-		err := &Error{Reason: ReasonDimension, Err: fmt.Errorf("embedding a query: %w", errDimension(len(q), dim))}
+	dim := r.store.Dim()
+	if bad := slices.IndexFunc(qs, func(q []float32) bool { return len(q) != dim }); bad >= 0 {
+		err := &Error{Reason: ReasonDimension, Err: fmt.Errorf("embedding a query: %w", errDimension(len(qs[bad]), dim))}
 		oc.Status, oc.Reason = "fallback", err.Reason
 		r.logFailure("embedding a query", err)
 		r.cool(oc.Reason)
 		return lexical(limit), oc
 	}
 	lex := lexical(max(limit, r.o.Depth))
-	hits, err := r.fuse(q, lex, limit)
+	hits, err := r.fuse(qs, req.Terms, lex, limit)
 	if err != nil { // the store changed dimension meanwhile
 		oc.Status, oc.Reason = "fallback", ReasonOf(err)
 		r.logFailure("ranking a query", err)
@@ -337,20 +383,43 @@ func (r *Ranker) Search(ctx context.Context, query string, limit int, lexical fu
 	return hits, oc
 }
 
-func (r *Ranker) embedQuery(ctx context.Context, query string) ([]float32, error) {
+// texts are what a request embeds: its text, then each clause's when
+// the clauses are to count.
+func (r *Ranker) texts(req Request) []string {
+	cut := func(s string) string {
+		if len(s) > maxQueryBytes {
+			return strings.ToValidUTF8(s[:maxQueryBytes], "")
+		}
+		return s
+	}
+	out := []string{cut(req.Query)}
+	if r.tune().clause > 0 && len(req.Clauses) > 1 {
+		for _, c := range req.Clauses[:min(len(req.Clauses), maxClauses)] {
+			out = append(out, cut(c))
+		}
+	}
+	return out
+}
+
+func (r *Ranker) tune() tuning {
+	if r.o.tune != nil {
+		return *r.o.tune
+	}
+	return defaultTuning
+}
+
+// embedQuery embeds texts, a request and its clauses, in one call.
+func (r *Ranker) embedQuery(ctx context.Context, texts []string) ([][]float32, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.o.Timeout)
 	defer cancel()
-	if len(query) > maxQueryBytes {
-		query = strings.ToValidUTF8(query[:maxQueryBytes], "")
-	}
-	vecs, err := r.o.Embedder.Embed(ctx, []string{query})
+	vecs, err := r.o.Embedder.Embed(ctx, texts)
 	if err != nil {
 		return nil, err
 	}
-	if len(vecs) != 1 {
-		return nil, &Error{Reason: ReasonCount, Err: fmt.Errorf("embedding a query: %d vectors", len(vecs))}
+	if len(vecs) != len(texts) {
+		return nil, &Error{Reason: ReasonCount, Err: fmt.Errorf("embedding a query: %d vectors for %d texts", len(vecs), len(texts))}
 	}
-	return vecs[0], nil
+	return vecs, nil
 }
 
 func (r *Ranker) cooling() (string, bool) {
@@ -374,22 +443,27 @@ type fused struct {
 	lex   float64 // lexical score normalised by the best, 0 if none
 	lrank int     // 1-based lexical rank, 0 if none
 	cos   float64
-	hasV  bool // the tool has a vector
-	srank int  // 1-based semantic rank among the candidates
+	hasV  bool    // the tool has a vector
+	sem   float64 // normalised semantic score
+	srank int     // 1-based semantic rank among the candidates
 	score float64
 }
 
-// fuse combines lex (the lexical ranking, best first) with q's cosine
-// ranking and returns the best limit.
-func (r *Ranker) fuse(q []float32, lex []Hit, limit int) ([]Hit, error) {
+// fuse combines lex (the lexical ranking, best first) with the cosine
+// rankings of qs (the request, then its clauses) and returns the best
+// limit. terms is the request's number of terms (0 unknown).
+func (r *Ranker) fuse(qs [][]float32, terms int, lex []Hit, limit int) ([]Hit, error) {
 	want := make(map[string]bool, len(lex))
 	for _, h := range lex {
 		want[h.ID] = true
 	}
-	sc, ok := r.store.score(q, max(limit, r.o.Depth), want)
+	depth := max(limit, r.o.Depth)
+	all, ok := r.store.scoreAll(qs, depth, want)
 	if !ok {
-		return nil, &Error{Reason: ReasonDimension, Err: errDimension(len(q), sc.dim)}
+		return nil, &Error{Reason: ReasonDimension, Err: errDimension(len(qs[0]), all[0].dim)}
 	}
+	sc := all[0]
+	tn := r.tune()
 	var out []Hit
 	cands := make([]*fused, 0, len(lex)+len(sc.ranked))
 	byID := make(map[string]*fused, cap(cands))
@@ -414,35 +488,76 @@ func (r *Ranker) fuse(q []float32, lex []Hit, limit int) ([]Hit, error) {
 		cands = append(cands, c)
 		byID[h.ID] = c
 	}
-	for _, id := range sc.ranked {
-		if _, ok := byID[id]; ok {
+	for k, s := range all {
+		for _, id := range s.ranked {
+			if _, ok := byID[id]; ok {
+				continue
+			}
+			cos := float64(sc.cos[id])
+			if len(lex) == 0 && (k > 0 || sc.std == 0 || (cos-sc.mean)/sc.std < minZ) {
+				continue
+			}
+			server, name, ok := r.store.toolInfo(id)
+			if !ok {
+				continue
+			}
+			c := &fused{hit: Hit{ID: id, Server: server, Name: name}, cos: cos, hasV: true}
+			cands = append(cands, c)
+			byID[id] = c
+		}
+	}
+	// Each query's cosine normalised between its last candidate (0) and
+	// its best (1).
+	norm := func(s scores, id string) float64 {
+		if len(s.ranked) == 0 {
+			return 0
+		}
+		top, floor := float64(s.cos[s.ranked[0]]), float64(s.cos[s.ranked[len(s.ranked)-1]])
+		c := float64(s.cos[id])
+		switch {
+		case top > floor:
+			return math.Max(0, math.Min(1, (c-floor)/(top-floor)))
+		case c >= top:
+			return 1
+		}
+		return 0
+	}
+	// A split request's tool is as good semantically as the best of the
+	// request's and clause's scores, a clause's counting tn.clause of
+	// its own: one vector stands for the whole request, so a step that
+	// says little of the request's topic would find no tool through it,
+	// where the lexical ranking scores each clause (and keeps its
+	// leader).
+	for _, c := range cands {
+		c.sem = c.lex
+		if !c.hasV {
 			continue
 		}
-		cos := float64(sc.cos[id])
-		if len(lex) == 0 && (sc.std == 0 || (cos-sc.mean)/sc.std < minZ) {
-			continue
+		c.sem = norm(sc, c.hit.ID)
+		if tn.clause > 0 {
+			for _, s := range all[1:] {
+				c.sem = max(c.sem, tn.clause*norm(s, c.hit.ID))
+			}
 		}
-		server, name, ok := r.store.toolInfo(id)
-		if !ok {
-			continue
-		}
-		c := &fused{hit: Hit{ID: id, Server: server, Name: name}, cos: cos, hasV: true}
-		cands = append(cands, c)
-		byID[id] = c
 	}
 	// Semantic ranks among the candidates; a tool without a vector takes
 	// its lexical place, so it ranks as lexically.
 	bySem := slices.Clone(cands)
-	slices.SortStableFunc(bySem, func(a, b *fused) int { return cmpDesc(a.cos, b.cos) })
+	slices.SortStableFunc(bySem, func(a, b *fused) int { return cmpDesc(a.sem, b.sem) })
 	for i, c := range bySem {
 		c.srank = i + 1
 	}
-	top, floor := 0.0, 0.0
-	if len(sc.ranked) > 0 {
-		top = float64(sc.cos[sc.ranked[0]])
-		floor = float64(sc.cos[sc.ranked[len(sc.ranked)-1]])
-	}
+	// The weight grows with the request's terms, up to Options.Weight
+	// from tn.termsFull terms: a short, keyword-like request ("review pull
+	// request") names the words of its tool, which the lexical ranking
+	// matches best, and its near-ties are where the embedding flips the
+	// right tool off first place; a long plain-language request is where
+	// the embedding finds what the words miss. Scaling the weight by how
+	// decisive the lexical leader is instead cost MetaTool 1 to 4 points.
 	w := r.o.Weight
+	if tn.termsFull > 0 && terms > 0 {
+		w *= min(1, float64(terms)/float64(tn.termsFull))
+	}
 	for _, c := range cands {
 		switch r.o.Fusion {
 		case RRF:
@@ -455,16 +570,7 @@ func (r *Ranker) fuse(q []float32, lex []Hit, limit int) ([]Hit, error) {
 			}
 			c.score += w / float64(rrfK+srank)
 		default:
-			sem := c.lex
-			if c.hasV {
-				sem = 0
-				if top > floor {
-					sem = math.Max(0, math.Min(1, (c.cos-floor)/(top-floor)))
-				} else if c.cos >= top {
-					sem = 1
-				}
-			}
-			c.score = (1-w)*c.lex + w*sem
+			c.score = (1-w)*c.lex + w*c.sem
 		}
 	}
 	// Ties keep the candidates' order: lexical first, then semantic.

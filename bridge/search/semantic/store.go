@@ -334,79 +334,130 @@ type scores struct {
 
 // score computes q's cosine similarity to every embedded tool and ranks
 // the best depth of them. It returns false when the store has no vectors
-// or q has another dimension.
+// or q's dimension is not theirs. want are tool ids whose cosine is
+// wanted too, ranked or not.
 func (s *Store) score(q []float32, depth int, want map[string]bool) (scores, bool) {
+	sc, ok := s.scoreAll([][]float32{q}, depth, want)
+	if !ok {
+		return scores{dim: sc[0].dim}, false
+	}
+	return sc[0], true
+}
+
+// scoreAll is score for several query vectors (a request and its
+// clauses) in one scan of the vectors. Each result has the cosine of
+// every tool wanted or ranked by any of them, so that the rankings can
+// be fused tool by tool. The mean and deviation are the same for all
+// (those of qs[0]).
+func (s *Store) scoreAll(qs [][]float32, depth int, want map[string]bool) ([]scores, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if s.dim == 0 || len(q) != s.dim {
-		return scores{dim: s.dim}, false
+	out := make([]scores, len(qs))
+	for i := range out {
+		out[i].dim = s.dim
 	}
-	qi := make([]int8, s.dim)
-	qs := quantize(qi, q)
-	qf := make([]float32, s.dim)
-	if s.exact {
-		normalize(qf, q)
+	if s.dim == 0 || len(qs) == 0 {
+		return out, false
+	}
+	for _, q := range qs {
+		if len(q) != s.dim {
+			return out, false
+		}
+	}
+	type query struct {
+		qi []int8
+		qs float32
+		qf []float32
+	}
+	prep := make([]query, len(qs))
+	for i, q := range qs {
+		prep[i].qi = make([]int8, s.dim)
+		prep[i].qs = quantize(prep[i].qi, q)
+		if s.exact {
+			prep[i].qf = make([]float32, s.dim)
+			normalize(prep[i].qf, q)
+		}
 	}
 	type cand struct {
 		c float32
 		e *entry
 	}
-	top := make([]cand, 0, depth+1)
+	tops := make([][]cand, len(qs))
+	for i := range tops {
+		tops[i] = make([]cand, 0, depth+1)
+	}
 	var sum, sumSq float64
 	n := 0
-	cos := make([]float32, len(s.slots))
+	nq := len(qs)
+	cos := make([]float32, len(s.slots)*nq)
 	for slot, e := range s.slots {
 		if e == nil {
 			continue
 		}
-		var c float32
-		if s.exact {
-			c = dot32(qf, s.f32[slot*s.dim:(slot+1)*s.dim]) * s.scale[slot]
-		} else {
-			c = float32(dot8(qi, s.vec[slot*s.dim:(slot+1)*s.dim])) * qs * s.scale[slot]
-		}
-		cos[slot] = c
-		k := float64(len(e.tools))
-		sum += float64(c) * k
-		sumSq += float64(c) * float64(c) * k
-		n += len(e.tools)
-		if len(top) < depth || c > top[len(top)-1].c {
-			i, _ := slices.BinarySearchFunc(top, c, func(a cand, c float32) int {
-				if a.c > c {
-					return -1
+		for i := range prep {
+			p := &prep[i]
+			var c float32
+			if s.exact {
+				c = dot32(p.qf, s.f32[slot*s.dim:(slot+1)*s.dim]) * s.scale[slot]
+			} else {
+				c = float32(dot8(p.qi, s.vec[slot*s.dim:(slot+1)*s.dim])) * p.qs * s.scale[slot]
+			}
+			cos[slot*nq+i] = c
+			if i == 0 {
+				k := float64(len(e.tools))
+				sum += float64(c) * k
+				sumSq += float64(c) * float64(c) * k
+				n += len(e.tools)
+			}
+			top := tops[i]
+			if len(top) < depth || c > top[len(top)-1].c {
+				j, _ := slices.BinarySearchFunc(top, c, func(a cand, c float32) int {
+					if a.c > c {
+						return -1
+					}
+					return 1
+				})
+				top = slices.Insert(top, j, cand{c, e})
+				if len(top) > depth {
+					top = top[:depth]
 				}
-				return 1
-			})
-			top = slices.Insert(top, i, cand{c, e})
-			if len(top) > depth {
-				top = top[:depth]
+				tops[i] = top
 			}
 		}
 	}
-	out := scores{cos: make(map[string]float32, depth+len(want)), dim: s.dim}
+	var mean, std float64
 	if n > 0 {
-		out.mean = sum / float64(n)
-		out.std = math.Sqrt(max(0, sumSq/float64(n)-out.mean*out.mean))
+		mean = sum / float64(n)
+		std = math.Sqrt(max(0, sumSq/float64(n)-mean*mean))
 	}
-	for _, c := range top {
-		for _, t := range c.e.tools {
-			if len(out.ranked) == depth {
-				break
+	// Every tool any query ranks or the caller wants, by slot.
+	slots := make(map[string]int, depth*nq+len(want))
+	for i := range tops {
+		out[i].mean, out[i].std = mean, std
+		for _, c := range tops[i] {
+			for _, t := range c.e.tools {
+				if len(out[i].ranked) == depth {
+					break
+				}
+				out[i].ranked = append(out[i].ranked, t.id)
+				slots[t.id] = int(c.e.slot)
 			}
-			out.ranked = append(out.ranked, t.id)
-			out.cos[t.id] = c.c
 		}
 	}
 	for id := range want {
 		if t := s.byID[id]; t != nil && t.ent.slot >= 0 {
-			out.cos[id] = cos[t.ent.slot]
+			slots[id] = int(t.ent.slot)
+		}
+	}
+	for i := range out {
+		out[i].cos = make(map[string]float32, len(slots))
+		for id, slot := range slots {
+			out[i].cos[id] = cos[slot*nq+i]
 		}
 	}
 	return out, true
 }
 
-// dot8 is the dot product of two int8 vectors of equal length, unrolled
-// by four.
 func dot8(a, b []int8) int32 {
 	b = b[:len(a)]
 	var s0, s1, s2, s3 int32

@@ -196,8 +196,10 @@ func waitEmbedded(t *testing.T, stderr *testenv.SyncBuffer) {
 // the real toolbridge twice, without and with search.embeddings pointing at
 // a real embeddings model, and asks both the same plain-language requests,
 // each sharing no word with the tool it needs. The hybrid ranking must put
-// the needed tool in the top 5 for more of them, and for some that the
-// lexical ranking misses.
+// the needed tool in the top 5 for at least four more of them, and for at
+// least four that the lexical ranking misses (with USE-lite at the
+// default weight it finds 6 against 1, 5 only through the embeddings; the
+// weight of 0.125 before the request-dependent weight found 3).
 func TestSemanticRerankFindsPlainLanguage(t *testing.T) {
 	const keyEnv, key = "TB_E2E_EMBEDDINGS_KEY", "sk-e2e-canary-8f3a"
 	emb := testenv.EmbeddingsServer(t, testenv.EmbeddingsOptions{APIKey: key})
@@ -224,8 +226,8 @@ func TestSemanticRerankFindsPlainLanguage(t *testing.T) {
 		t.Logf("%-11s lexical %-5v hybrid %-5v %q -> %s", q.ID, lex, hyb, q.Query, q.Want[0])
 	}
 	t.Logf("Hit@5 over %d plain-language queries: lexical %d, hybrid %d; found only by the hybrid ranking: %d", len(queries), lexHits, hybHits, len(onlyHybrid))
-	if hybHits <= lexHits || len(onlyHybrid) == 0 {
-		t.Errorf("the hybrid ranking found %d (lexical %d), %d of them only through the embeddings; want more than the lexical ranking, some only through the embeddings", hybHits, lexHits, len(onlyHybrid))
+	if hybHits < lexHits+4 || len(onlyHybrid) < 4 {
+		t.Errorf("the hybrid ranking found %d (lexical %d), %d of them only through the embeddings; want at least 4 more than the lexical ranking, at least 4 only through the embeddings", hybHits, lexHits, len(onlyHybrid))
 	}
 	if n := emb.Requests(200); n == 0 {
 		t.Errorf("the embeddings server answered no request\n%s", emb.Stderr())
