@@ -294,8 +294,8 @@ func (s *httpSession) search(t *testing.T, query string) []string {
 // TestSemanticRerankSurvivesItsEndpoint serves the MetaTool catalog over
 // HTTP with search.embeddings on a real model whose API key comes from an
 // environment variable. The official TypeScript SDK client finds tools
-// through the hybrid ranking, its answers held to tool_search's
-// outputSchema. Then the endpoint hangs (SIGSTOP) and dies (SIGKILL)
+// through the hybrid ranking, over HTTP and over stdio, its answers held
+// to tool_search's outputSchema. Then the endpoint hangs (SIGSTOP) and dies (SIGKILL)
 // mid-session: tool_search keeps answering with the lexical ranking, the
 // log names each failure, and the key shows in no output.
 func TestSemanticRerankSurvivesItsEndpoint(t *testing.T) {
@@ -331,6 +331,24 @@ func TestSemanticRerankSurvivesItsEndpoint(t *testing.T) {
 	for _, st := range report.Steps {
 		t.Logf("TypeScript SDK client: %s: ok=%v %s", st.Name, st.OK, st.Detail)
 	}
+	// The same over stdio, with a toolbridge the driver starts: it embeds
+	// the catalog in the background, so each query is asked again until
+	// the hybrid ranking has it (every answer held to the outputSchema).
+	stdioReport, stdioErr, err := testenv.NPM(t).RunTSSession(t.Context(), testenv.TSSession{
+		Session: testenv.SessionSearch, Transport: "stdio", Searches: found[:3], SearchRetryMs: 240_000,
+		Command: binary, Args: []string{"serve", "-c", metatoolConfig(t, embeddingsYAML(emb, keyEnv, 15*time.Second)), "--mode", "on"},
+		Env: map[string]string{keyEnv: key, "XDG_STATE_HOME": t.TempDir()},
+	})
+	if err != nil {
+		t.Fatalf("%v\n--- driver stderr ---\n%s", err, stdioErr)
+	}
+	for _, p := range stdioReport.Problems() {
+		t.Errorf("TypeScript SDK client over stdio: %s", p)
+	}
+	for _, st := range stdioReport.Steps {
+		t.Logf("TypeScript SDK client over stdio: %s: ok=%v %s", st.Name, st.OK, st.Detail)
+	}
+	driverErr += "\n" + stdioErr
 
 	// A lexical query keeps its answer whatever the endpoint does.
 	const query, want = "weather forecast for tomorrow", "plugins::WeatherTool"

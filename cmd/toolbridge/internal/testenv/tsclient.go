@@ -63,6 +63,11 @@ type TSSession struct {
 	NoteText string `json:"noteText,omitempty"`
 	// Searches (SessionSearch) are the queries to run.
 	Searches []TSSearch `json:"searches,omitempty"`
+	// SearchRetryMs (SessionSearch) is how long, in milliseconds, a query
+	// is asked again until its tool is found: a gateway started by the
+	// driver embeds its catalog in the background and ranks lexically
+	// until then. Zero asks once.
+	SearchRetryMs int `json:"searchRetryMs,omitempty"`
 }
 
 // TSSearch is one query of SessionSearch and the tool id it must find.
