@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/toolbridge/toolbridge/bridge/search"
@@ -22,7 +21,7 @@ func newSemantic(e config.Embeddings, environ []string, logger *slog.Logger) (*s
 	}
 	key := ""
 	if e.APIKeyEnv != "" {
-		key = lookupEnv(environ, e.APIKeyEnv)
+		key, _ = config.LookupEnv(environ, e.APIKeyEnv)
 		if key == "" {
 			return nil, fmt.Errorf("search.embeddings.api_key_env: environment variable %s is not set", e.APIKeyEnv)
 		}
@@ -35,16 +34,6 @@ func newSemantic(e config.Embeddings, environ []string, logger *slog.Logger) (*s
 		Embedder: c, Weight: e.Weight, Timeout: e.Timeout,
 		Logger: logger.With("embeddings", config.RedactURL(e.URL), "model", e.Model),
 	})
-}
-
-// lookupEnv returns name's value in environ (os.Environ's form).
-func lookupEnv(environ []string, name string) string {
-	for _, kv := range environ {
-		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
-			return v
-		}
-	}
-	return ""
 }
 
 // semanticTools converts a server's documents for the semantic store.

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -100,6 +101,19 @@ func validVarName(name string) bool {
 		}
 	}
 	return true
+}
+
+// LookupEnv returns the value of name in environ (os.Environ's form) and
+// whether it is there. A later entry for the same name wins, as with
+// os/exec. Commands and the gateway take the environment as a value (no
+// global state), so this is their os.LookupEnv.
+func LookupEnv(environ []string, name string) (string, bool) {
+	for _, kv := range slices.Backward(environ) {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
+			return v, true
+		}
+	}
+	return "", false
 }
 
 // environLookup indexes an environment in os.Environ form. A later entry

@@ -92,3 +92,22 @@ func TestSuggest(t *testing.T) {
 		}
 	}
 }
+
+func TestLookupEnv(t *testing.T) {
+	environ := []string{"A=1", "EMPTY=", "WITH_EQ=a=b", "NOEQUALS", "A=2"}
+	for _, tc := range []struct {
+		name, want string
+		found      bool
+	}{
+		{"A", "2", true}, // a later entry wins, as with os/exec
+		{"EMPTY", "", true},
+		{"WITH_EQ", "a=b", true},
+		{"NOEQUALS", "", false},
+		{"MISSING", "", false},
+		{"", "", false},
+	} {
+		if got, found := LookupEnv(environ, tc.name); got != tc.want || found != tc.found {
+			t.Errorf("LookupEnv(%q) = %q, %v; want %q, %v", tc.name, got, found, tc.want, tc.found)
+		}
+	}
+}

@@ -125,7 +125,8 @@ func openBrowser(url string, environ []string) error {
 	case "windows":
 		name, args = "rundll32", []string{"url.dll,FileProtocolHandler"}
 	default:
-		if lookupEnv(environ, "DISPLAY") == "" && lookupEnv(environ, "WAYLAND_DISPLAY") == "" {
+		set := func(name string) bool { v, _ := config.LookupEnv(environ, name); return v != "" }
+		if !set("DISPLAY") && !set("WAYLAND_DISPLAY") {
 			return errors.New("no display")
 		}
 		name = "xdg-open"
@@ -141,16 +142,6 @@ func openBrowser(url string, environ []string) error {
 	}
 	go func() { _ = cmd.Wait() }()
 	return nil
-}
-
-// lookupEnv reads one variable of environ.
-func lookupEnv(environ []string, name string) string {
-	for _, kv := range slices.Backward(environ) {
-		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
-			return v
-		}
-	}
-	return ""
 }
 
 func (a *app) authStatusCmd() *cobra.Command {
