@@ -58,7 +58,7 @@ func (g *Gateway) rank(ctx context.Context, query string, limit int) (search.Res
 	// request, and weighs itself by the request's terms.
 	rq := g.index.Read(query)
 	req := semantic.Request{Query: query, Terms: rq.Terms, Clauses: rq.Clauses}
-	hits, oc := g.semantic.SearchRequest(ctx, req, limit, func(n int) []semantic.Hit {
+	hits, oc := g.semantic.Search(ctx, req, limit, func(n int) []semantic.Hit {
 		res = g.index.Search(query, n)
 		return semantic.FromSearch(res.Hits)
 	})

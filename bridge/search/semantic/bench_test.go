@@ -78,7 +78,7 @@ func BenchmarkFusion10k(b *testing.B) {
 			d := make([]time.Duration, 0, b.N)
 			for range b.N {
 				start := time.Now()
-				hits, oc := r.SearchRequest(context.Background(), req, 10, lexical)
+				hits, oc := r.Search(context.Background(), req, 10, lexical)
 				d = append(d, time.Since(start))
 				if oc.Status != "reranked" || len(hits) != 10 {
 					b.Fatalf("%+v %d hits", oc, len(hits))

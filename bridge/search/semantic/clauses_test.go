@@ -88,7 +88,7 @@ func TestRankerClauses(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r.o.tune = &tt.tune
 			n := len(emb.callsSince(0))
-			hits, oc := r.SearchRequest(context.Background(), tt.req, 3, lex)
+			hits, oc := r.Search(context.Background(), tt.req, 3, lex)
 			if oc.Status != "reranked" {
 				t.Fatalf("outcome %+v", oc)
 			}
@@ -119,7 +119,7 @@ func TestRankerClauseDimension(t *testing.T) {
 	r.SetServer("t", []Tool{{ID: "t::alpha", Server: "t", Name: "alpha"}})
 	waitEmbedded(t, r, 1)
 	lex, _ := lexicalOf(Hit{ID: "t::alpha", Score: 3})
-	hits, oc := r.SearchRequest(context.Background(), Request{Query: "alpha, then odd", Terms: 8, Clauses: []string{"alpha", "odd"}}, 3, lex)
+	hits, oc := r.Search(context.Background(), Request{Query: "alpha, then odd", Terms: 8, Clauses: []string{"alpha", "odd"}}, 3, lex)
 	if oc.Status != "fallback" || oc.Reason != ReasonDimension || len(hits) != 1 {
 		t.Errorf("outcome %+v, hits %+v; want a fallback for the dimension", oc, hits)
 	}

@@ -305,7 +305,7 @@ func hybridRanker(t *testing.T, r *semantic.Ranker, ix *search.Index) func(strin
 	return func(q string, k int) []string {
 		rq := ix.Read(q)
 		req := semantic.Request{Query: q, Terms: rq.Terms, Clauses: rq.Clauses}
-		hits, oc := r.SearchRequest(context.Background(), req, k, func(n int) []semantic.Hit { return semantic.FromSearch(ix.Search(q, n).Hits) })
+		hits, oc := r.Search(context.Background(), req, k, func(n int) []semantic.Hit { return semantic.FromSearch(ix.Search(q, n).Hits) })
 		if oc.Status != "reranked" && strings.TrimSpace(q) != "" {
 			t.Errorf("query %q not reranked: %+v", q, oc)
 		}

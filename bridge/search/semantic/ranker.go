@@ -66,7 +66,7 @@ type Options struct {
 	// Embedder embeds tools and queries (a *Client); required.
 	Embedder Embedder
 	// Weight is the semantic share of the fused score, in (0, 1], for a
-	// request of seven terms or more; SearchRequest gives a shorter one
+	// request of seven terms or more; Search gives a shorter one
 	// terms/7 of it (Search, which knows no terms, the whole).
 	Weight float64
 	// Fusion is how the rankings are combined (default Weighted).
@@ -325,19 +325,13 @@ type Request struct {
 	Clauses []string
 }
 
-// Search ranks query: it is SearchRequest for a request the lexical index
-// does not read (no clauses, unknown terms).
-func (r *Ranker) Search(ctx context.Context, query string, limit int, lexical func(limit int) []Hit) ([]Hit, Outcome) {
-	return r.SearchRequest(ctx, Request{Query: query}, limit, lexical)
-}
-
-// SearchRequest ranks req: it embeds the request and its clauses in one
+// Search ranks req: it embeds the request and its clauses in one
 // call to the endpoint (bounded by Options.Timeout), asks lexical for
 // the lexical ranking, best first, and fuses the two. On any failure of
 // the endpoint it returns lexical(limit) unchanged and the reason in
 // Outcome. lexical may be called once; its limit may exceed limit, to
 // get fusion candidates.
-func (r *Ranker) SearchRequest(ctx context.Context, req Request, limit int, lexical func(limit int) []Hit) ([]Hit, Outcome) {
+func (r *Ranker) Search(ctx context.Context, req Request, limit int, lexical func(limit int) []Hit) ([]Hit, Outcome) {
 	query := req.Query
 	st := r.store.Stats()
 	oc := Outcome{Embedded: st.Embedded, Tools: st.Tools}

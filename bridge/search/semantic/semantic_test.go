@@ -240,7 +240,7 @@ func TestRankerReranks(t *testing.T) {
 	r, _ := testRanker(t, f, Options{Weight: 0.8})
 	// Lexically, "forget" matched nothing but read_graph's "graph".
 	lex, asked := lexicalOf(Hit{ID: "kb::read_graph", Server: "kb", Name: "read_graph", Score: 3})
-	hits, oc := r.Search(context.Background(), "forget people and things", 2, lex)
+	hits, oc := r.Search(context.Background(), Request{Query: "forget people and things"}, 2, lex)
 	if oc.Status != "reranked" || oc.Embedded != 3 || oc.Tools != 3 {
 		t.Fatalf("outcome %+v", oc)
 	}
@@ -255,7 +255,7 @@ func TestRankerReranks(t *testing.T) {
 	}
 	// An exact hit stays first whatever the cosine says.
 	lex, _ = lexicalOf(Hit{ID: "kb::read_graph", Score: 1003, Exact: true})
-	if hits, _ := r.Search(context.Background(), "forget people read_graph", 3, lex); hits[0].ID != "kb::read_graph" {
+	if hits, _ := r.Search(context.Background(), Request{Query: "forget people read_graph"}, 3, lex); hits[0].ID != "kb::read_graph" {
 		t.Errorf("exact hit not first: %+v", hits)
 	}
 }
@@ -264,7 +264,7 @@ func TestRankerRRF(t *testing.T) {
 	f := newFakeEndpoint(t)
 	r, _ := testRanker(t, f, Options{Weight: 0.7, Fusion: RRF})
 	lex, _ := lexicalOf(Hit{ID: "kb::read_graph", Score: 3}, Hit{ID: "kb::delete_entities", Score: 2})
-	hits, oc := r.Search(context.Background(), "forget people", 3, lex)
+	hits, oc := r.Search(context.Background(), Request{Query: "forget people"}, 3, lex)
 	if oc.Status != "reranked" || len(hits) == 0 || hits[0].ID != "kb::delete_entities" {
 		t.Fatalf("hits %+v %+v", hits, oc)
 	}
@@ -276,7 +276,7 @@ func TestRankerNoLexicalMatch(t *testing.T) {
 	r, _ := testRanker(t, f, Options{})
 	// Nothing lexical and nothing close: no answer rather than the nearest.
 	lex, _ := lexicalOf()
-	if hits, _ := r.Search(context.Background(), "xylophone quartz", 5, lex); len(hits) != 0 {
+	if hits, _ := r.Search(context.Background(), Request{Query: "xylophone quartz"}, 5, lex); len(hits) != 0 {
 		t.Errorf("nonsense got %+v", hits)
 	}
 }
@@ -290,7 +290,7 @@ func TestRankerFallsBack(t *testing.T) {
 			f.set(tt.h)
 			for range 2 {
 				lex, asked := lexicalOf(lexHits...)
-				hits, oc := r.Search(context.Background(), "forget people", 1, lex)
+				hits, oc := r.Search(context.Background(), Request{Query: "forget people"}, 1, lex)
 				if oc.Status != "fallback" || oc.Reason != tt.reason {
 					t.Errorf("outcome %+v, want fallback %q", oc, tt.reason)
 				}
@@ -321,7 +321,7 @@ func TestRankerHangFallsBackWithinTimeout(t *testing.T) {
 	lex, _ := lexicalOf(Hit{ID: "kb::read_graph", Score: 1})
 	done := make(chan Outcome, 1)
 	go func() {
-		_, oc := r.Search(context.Background(), "forget people", 5, lex)
+		_, oc := r.Search(context.Background(), Request{Query: "forget people"}, 5, lex)
 		done <- oc
 	}()
 	select {
@@ -334,7 +334,7 @@ func TestRankerHangFallsBackWithinTimeout(t *testing.T) {
 	}
 	// Cooling down: the next search does not wait on the endpoint again.
 	before := f.requestCount()
-	_, oc := r.Search(context.Background(), "forget people", 5, lex)
+	_, oc := r.Search(context.Background(), Request{Query: "forget people"}, 5, lex)
 	if after := f.requestCount(); oc.Status != "fallback" || !strings.Contains(oc.Reason, "cooling down") || after != before {
 		t.Errorf("second search %+v asked the endpoint (%d -> %d requests)", oc, before, after)
 	}
@@ -350,8 +350,8 @@ func TestRankerCachesVectors(t *testing.T) {
 		t.Fatalf("embedded %d texts for 3 tools", got)
 	}
 	lex, _ := lexicalOf()
-	r.Search(context.Background(), "forget people", 5, lex)
-	r.Search(context.Background(), "link people", 5, lex)
+	r.Search(context.Background(), Request{Query: "forget people"}, 5, lex)
+	r.Search(context.Background(), Request{Query: "link people"}, 5, lex)
 	got := f.texts()
 	if len(got) != 5 || got[3] != "forget people" || got[4] != "link people" {
 		t.Fatalf("after two queries the endpoint embedded %q: tools again?", got[3:])
@@ -408,7 +408,7 @@ func TestRankerBackgroundRetries(t *testing.T) {
 	}
 	// Until it succeeds, searches rank lexically and say why.
 	lex, _ := lexicalOf(Hit{ID: "s::a", Score: 1})
-	if _, oc := r.Search(context.Background(), "alpha", 5, lex); oc.Status != "lexical" {
+	if _, oc := r.Search(context.Background(), Request{Query: "alpha"}, 5, lex); oc.Status != "lexical" {
 		t.Errorf("outcome %+v before any vector", oc)
 	}
 	f.set(nil)
@@ -438,7 +438,7 @@ func TestStoreBounded(t *testing.T) {
 	}
 	// The tool without a vector ranks as lexically: at its lexical place.
 	lex, _ := lexicalOf(Hit{ID: "s::c", Score: 5}, Hit{ID: "s::a", Score: 1})
-	hits, oc := r.Search(context.Background(), "c", 2, lex)
+	hits, oc := r.Search(context.Background(), Request{Query: "c"}, 2, lex)
 	if oc.Status != "reranked" || len(hits) == 0 || hits[0].ID != "s::c" {
 		t.Errorf("hits %+v %+v", hits, oc)
 	}
