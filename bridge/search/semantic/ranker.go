@@ -67,7 +67,7 @@ type Options struct {
 	Embedder Embedder
 	// Weight is the semantic share of the fused score, in (0, 1], for a
 	// request of seven terms or more; Search gives a shorter one
-	// terms/7 of it (Search, which knows no terms, the whole).
+	// terms/7 of it, and a Request whose Terms is 0 (unknown) the whole.
 	Weight float64
 	// Fusion is how the rankings are combined (default Weighted).
 	Fusion Fusion
