@@ -241,6 +241,10 @@ func (c *Client) register(ctx context.Context, d *Discovery, redirectURI string,
 	return clientAuth{id: reg.ClientID, secret: reg.ClientSecret, method: method}, nil
 }
 
+// callbackDrain bounds how long the callback server waits, after the code
+// arrived, for the browser's page to be written before it is closed.
+const callbackDrain = 3 * time.Second
+
 // awaitCode serves the redirect on ln until one with the right state
 // arrives, after calling open. A redirect with the wrong state is refused
 // and waited past: it cannot be this login's.
@@ -281,7 +285,18 @@ func (c *Client) awaitCode(ctx context.Context, ln net.Listener, state string, o
 		}),
 	}
 	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
+	// Shut down gracefully: the handler hands the code over before its
+	// "logged in" page has left the buffer, and Close would cut that
+	// connection, so the browser showed an empty reply although the login
+	// went on to succeed. The wait is bounded so that a client that never
+	// reads its answer cannot hold the login open.
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callbackDrain)
+		defer cancel()
+		if srv.Shutdown(sctx) != nil {
+			_ = srv.Close()
+		}
+	}()
 	if err := open(ctx); err != nil {
 		return "", err
 	}
