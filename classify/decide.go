@@ -121,9 +121,8 @@ func Decide(cfg *config.Config, entries []Entry) Decision {
 
 	byPct := d.ThresholdPct == 0 || d.Pct >= d.ThresholdPct
 	shown := pct(d.Pct)
-	if v, _ := strconv.ParseFloat(shown, 64); !byPct && v >= d.ThresholdPct {
-		// Rounding would print "10.0% < threshold 10%"; show every digit.
-		shown = num(d.Pct)
+	if !byPct {
+		shown = belowThreshold(d.Pct, d.ThresholdPct, shown)
 	}
 	head := fmt.Sprintf("auto: deferrable schemas %s = %s%% of %s",
 		plural(d.DeferrableTokens, "token"), shown, commas(d.ContextWindow))
@@ -161,6 +160,24 @@ func (d Decision) Deferred(v Verdict) bool {
 
 // num formats a setting like a threshold without trailing zeros: 10, 2.5.
 func num(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+// belowThreshold returns shown, a percentage under threshold as pct
+// formats it, unless rounding made it read as the threshold or more
+// ("10.0% < threshold 10%"): then it takes the fewest decimals, from two,
+// that keep it under ("9.98%" for 9.9775), and every digit only when four
+// do not. Every digit ("9.9775%") reads as false precision.
+func belowThreshold(f, threshold float64, shown string) string {
+	if v, err := strconv.ParseFloat(shown, 64); err != nil || v < threshold {
+		return shown
+	}
+	for prec := 2; prec <= 4; prec++ {
+		s := strconv.FormatFloat(f, 'f', prec, 64)
+		if v, _ := strconv.ParseFloat(s, 64); v < threshold {
+			return s
+		}
+	}
+	return num(f)
+}
 
 // pct formats a measured percentage: one decimal, two between 0 and 1%, so
 // a small catalog does not read as 0.0% or get rounded up to 0.1%.

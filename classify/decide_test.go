@@ -56,13 +56,26 @@ func TestDecide(t *testing.T) {
 			edit:    func(c *config.Config) { c.ThresholdPct = 2.5 },
 			entries: []Entry{entry(vAuto, 4_999)},
 			want: Decision{Mode: config.ModeAuto, DeferrableTokens: 4_999, TotalTokens: 4_999,
-				Reason: "auto: deferrable schemas 4,999 tokens = 2.4995% of 200,000 < threshold 2.5% -> pass-through"},
+				Reason: "auto: deferrable schemas 4,999 tokens = 2.499% of 200,000 < threshold 2.5% -> pass-through"},
+		},
+		{
+			name:    "auto: just under the threshold shows two decimals, not every digit",
+			entries: []Entry{entry(vAuto, 19_955)},
+			want: Decision{Mode: config.ModeAuto, DeferrableTokens: 19_955, TotalTokens: 19_955,
+				Reason: "auto: deferrable schemas 19,955 tokens = 9.98% of 200,000 < threshold 10% -> pass-through"},
+		},
+		{
+			name:    "auto: a hair under the threshold",
+			entries: []Entry{entry(vAuto, 199_999)},
+			edit:    func(c *config.Config) { c.ContextWindow = 2_000_000 },
+			want: Decision{Mode: config.ModeAuto, DeferrableTokens: 199_999, TotalTokens: 199_999,
+				Reason: "auto: deferrable schemas 199,999 tokens = 9.99995% of 2,000,000 < threshold 10% -> pass-through"},
 		},
 		{
 			name:    "auto: rounding never reads as reaching the threshold",
 			entries: []Entry{entry(vAuto, 19_999)},
 			want: Decision{Mode: config.ModeAuto, DeferrableTokens: 19_999, TotalTokens: 19_999,
-				Reason: "auto: deferrable schemas 19,999 tokens = 9.9995% of 200,000 < threshold 10% -> pass-through"},
+				Reason: "auto: deferrable schemas 19,999 tokens = 9.999% of 200,000 < threshold 10% -> pass-through"},
 		},
 		{
 			name:    "auto: min_tokens reached below the percentage",

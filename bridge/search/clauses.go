@@ -15,7 +15,7 @@ const maxClauses = 6
 const maxPieces = 24
 
 // splitClauses splits a request into the pieces that may each ask for a
-// different tool: at commas, semicolons, line breaks, the end of a
+// different tool: at semicolons, line breaks, the end of a
 // sentence, a colon followed by a space, and the words "and", "then" and
 // "also". Dots and colons inside words ("example.com", "3.14",
 // "github::create_issue") do not split. A piece without a letter
