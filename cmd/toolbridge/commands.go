@@ -94,7 +94,7 @@ func (a *app) searchCmd() *cobra.Command {
 		Short: "Rank the deferred tools for a query, as tool_search does",
 		Long: `Rank the deferred tools for a query, as a client's tool_search does (bridge
 mode forced on). The words of QUERY may be given as one argument or
-several; with none, it lists the catalog by server.`,
+several. 'toolbridge tools' lists every tool instead.`,
 		Args: cobra.ArbitraryArgs,
 	}
 	f := a.configFlags(cmd, noKeyFlags)
@@ -104,6 +104,9 @@ several; with none, it lists the catalog by server.`,
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if *limit < 0 {
 			return usageErrorf(cmd, "--limit must not be negative, got %d", *limit)
+		}
+		if strings.TrimSpace(strings.Join(args, "")) == "" {
+			return usageErrorf(cmd, `search needs a QUERY, the words to rank tools for (toolbridge search "create an issue" -c FILE); 'toolbridge tools' lists every tool`)
 		}
 		s, err := a.bridgedSession(cmd.Context(), f, false)
 		if err != nil {
@@ -234,9 +237,19 @@ func (a *app) configCheckCmd() *cobra.Command {
 			}
 			f.path = args[0]
 		}
-		cfg, err := config.Load(f.options(a.environ))
+		opts := f.options(a.environ)
+		cfg, err := config.Load(opts)
 		if err != nil {
+			if ferr := f.flagErrors(); ferr != nil {
+				return usageError{cmd: cmd, err: fmt.Errorf("invalid flag value:\n%w", indentErrors(ferr))}
+			}
 			return fmt.Errorf("config is not valid:\n%w", indentErrors(err))
+		}
+		if opts.File() == "" {
+			// The output below is then only the defaults, with the
+			// environment and flags applied: say so, or it reads as
+			// "your config is fine".
+			fmt.Fprintf(a.io.err, "toolbridge: no config file loaded (give FILE, -c FILE or $%s); these are the defaults with the environment and flags applied\n", config.EnvConfigPath)
 		}
 		out, err := cfg.Render(*format)
 		if err != nil {

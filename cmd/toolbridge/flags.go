@@ -31,6 +31,7 @@ var (
 // configFlags are the flags of a command that loads the config: --config
 // (-c) and the config-key flags it honours.
 type configFlags struct {
+	cmd  *cobra.Command // the command the flags belong to, for usage errors
 	path string
 	// keys holds the config-key flags in the form config.Load reads:
 	// a standard flag.FlagSet whose set flags override the file.
@@ -42,7 +43,7 @@ type configFlags struct {
 // configFlags adds --config and the config-key flags named in keys (nil:
 // all of them) to cmd.
 func (a *app) configFlags(cmd *cobra.Command, keys []string) *configFlags {
-	f := &configFlags{keys: flag.NewFlagSet(cmd.Name(), flag.ContinueOnError)}
+	f := &configFlags{cmd: cmd, keys: flag.NewFlagSet(cmd.Name(), flag.ContinueOnError)}
 	cmd.Flags().StringVarP(&f.path, "config", "c", "", "config `FILE` (YAML, JSON or TOML; a Claude Desktop config works as is); default $"+config.EnvConfigPath)
 	config.BindFlags(f.keys)
 	f.keys.VisitAll(func(gf *flag.Flag) {
@@ -93,13 +94,45 @@ func (f *configFlags) options(environ []string) config.LoadOptions {
 	return config.LoadOptions{Path: f.path, Environ: environ, Flags: f.keys, Defaults: f.defaults}
 }
 
-// load loads the config the flags point at.
+// load loads the config the flags point at. A flag whose value is wrong
+// whatever the file says (--mode maybe, --transport htp) is a usage error,
+// exit code 2, as a malformed flag is; a file or environment that is
+// wrong is a failed command.
 func (f *configFlags) load(environ []string) (*config.Config, error) {
 	cfg, err := config.Load(f.options(environ))
 	if err != nil {
+		if ferr := f.flagErrors(); ferr != nil {
+			return nil, usageError{cmd: f.cmd, err: fmt.Errorf("invalid flag value:\n%w", indentErrors(ferr))}
+		}
 		return nil, fmt.Errorf("loading config:\n%w", indentErrors(err))
 	}
 	return cfg, nil
+}
+
+// flagErrors validates the flags the user set over the built-in defaults
+// alone (no file, no environment) and returns the errors config.Load
+// attributes to a flag ("flag --mode: ..."): those are wrong in the
+// command line itself, whatever the file says.
+func (f *configFlags) flagErrors() error {
+	set := false
+	f.keys.Visit(func(*flag.Flag) { set = true })
+	if !set {
+		return nil
+	}
+	_, err := config.Load(config.LoadOptions{Flags: f.keys})
+	if err == nil {
+		return nil
+	}
+	var lines []string
+	for _, l := range strings.Split(err.Error(), "\n") {
+		if strings.HasPrefix(l, "flag --") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) == 0 {
+		return nil
+	}
+	return errors.New(strings.Join(lines, "\n"))
 }
 
 // errNoServers is what the commands that inspect or call the configured

@@ -112,7 +112,11 @@ tool_describe and tool_call, and loads the rest on demand.
 With no command, toolbridge serves (toolbridge [serve] -c FILE).`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
+		// toolbridge --version, as people try first; the same line as
+		// toolbridge version.
+		Version: version(),
 	}
+	root.SetVersionTemplate("toolbridge {{.Version}}\n")
 	root.SetIn(a.io.in)
 	root.SetOut(a.io.out)
 	root.SetErr(a.io.err)
@@ -156,14 +160,14 @@ func run(ctx context.Context, args []string, io stdio, environ []string) int {
 }
 
 // defaultCommand makes serve the command when none is given: no arguments,
-// or flags first (toolbridge --config FILE). -h and --help stay with the
-// root, which lists the commands.
+// or flags first (toolbridge --config FILE). -h, --help and --version stay
+// with the root, which lists the commands or prints the version.
 func defaultCommand(args []string) []string {
 	if len(args) == 0 {
 		return []string{"serve"}
 	}
 	first := args[0]
-	if len(first) > 1 && first[0] == '-' && first != "-h" && first != "--help" {
+	if len(first) > 1 && first[0] == '-' && first != "-h" && first != "--help" && first != "--version" {
 		return append([]string{"serve"}, args...)
 	}
 	return args

@@ -158,7 +158,16 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"tools", "--listen", "x"}, 2, "Run 'toolbridge tools --help'"},
 		{[]string{"serve", "--watch"}, 2, "--watch needs a config file"},
 		{[]string{"tools", "--config", "/nonexistent/toolbridge.yaml"}, 1, "/nonexistent/toolbridge.yaml"},
-		{[]string{"serve", "--mode", "sometimes"}, 1, "flag --mode"},
+		// A flag value that is wrong whatever the file says is a wrong
+		// command line too, as the docs promise (exit 2).
+		{[]string{"serve", "--mode", "sometimes"}, 2, "flag --mode"},
+		{[]string{"serve", "--mode", "maybe"}, 2, `invalid value "maybe": want on, auto or off`},
+		{[]string{"serve", "--transport", "htp"}, 2, "did you mean http?"},
+		{[]string{"tools", "--threshold-pct", "abc"}, 2, "flag --threshold-pct"},
+		{[]string{"demo", "--mode", "maybe"}, 2, "Run 'toolbridge demo --help'"},
+		{[]string{"config", "check", "--listen", "nope"}, 2, "flag --listen"},
+		{[]string{"search"}, 2, "search needs a QUERY"},
+		{[]string{"search", " "}, 2, "search needs a QUERY"},
 		{[]string{"config", "check", "a.yaml", "-c", "b.yaml"}, 2, "two config files"},
 		{[]string{"describe", "T", "--format", "xml"}, 2, "--format must be mcp or openai"},
 		{[]string{"call", "T", "--elicit", "always"}, 2, "--elicit must be decline or defaults"},

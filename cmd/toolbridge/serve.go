@@ -39,9 +39,6 @@ reloads it whenever its file changes.`,
 		}
 		defer stop()
 		specs := upstream.SpecsFromConfig(cfg)
-		if len(specs) == 0 {
-			fmt.Fprintln(a.io.err, "toolbridge: warning: no servers configured (give -c FILE, or try 'toolbridge demo')")
-		}
 		return serve(cmd.Context(), cfg, specs, logger(a.io.err), a.io, a.environ, r)
 	}
 	return cmd
@@ -78,7 +75,7 @@ func serve(ctx context.Context, cfg *config.Config, specs []upstream.Spec, logge
 		defer close(connected)
 		err := g.Connect(connectCtx, specs)
 		switch {
-		case connectCtx.Err() != nil:
+		case connectCtx.Err() != nil && len(specs) > 0:
 			fmt.Fprintln(io.err, "toolbridge: stopped while connecting")
 		case err != nil:
 			fmt.Fprintln(io.err, "toolbridge: serving without the servers that failed (see above)")
@@ -88,11 +85,16 @@ func serve(ctx context.Context, cfg *config.Config, specs []upstream.Spec, logge
 		stopConnecting()
 		<-connected
 	}()
-	servers := "servers"
-	if len(specs) == 1 {
-		servers = "server"
+	switch len(specs) {
+	case 0:
+		// Serving nothing is still useful with --watch or SIGHUP, which
+		// may add servers; the line says why the list is empty.
+		fmt.Fprintf(io.err, "toolbridge: %s with no servers: none configured (give the config file with -c FILE or $%s; a Claude Desktop config works as is), or try 'toolbridge demo'\n", where(cfg, ln), config.EnvConfigPath)
+	case 1:
+		fmt.Fprintf(io.err, "toolbridge: %s; connecting 1 server\n", where(cfg, ln))
+	default:
+		fmt.Fprintf(io.err, "toolbridge: %s; connecting %d servers\n", where(cfg, ln), len(specs))
 	}
-	fmt.Fprintf(io.err, "toolbridge: %s; connecting %d %s\n", where(cfg, ln), len(specs), servers)
 	if r != nil {
 		// Reloads stop before the gateway closes, and wait for the first
 		// connect.
