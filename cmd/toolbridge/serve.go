@@ -67,6 +67,18 @@ func serve(ctx context.Context, cfg *config.Config, specs []upstream.Spec, logge
 			logger.Warn("stopping upstreams", "error", err)
 		}
 	}()
+	// The line comes before connecting starts: Connect writes its own
+	// progress to the same stream from another goroutine.
+	switch len(specs) {
+	case 0:
+		// Serving nothing is still useful with --watch or SIGHUP, which
+		// may add servers; the line says why the list is empty.
+		fmt.Fprintf(io.err, "toolbridge: %s with no servers: none configured (give the config file with -c FILE or $%s; a Claude Desktop config works as is), or try 'toolbridge demo'\n", where(cfg, ln), config.EnvConfigPath)
+	case 1:
+		fmt.Fprintf(io.err, "toolbridge: %s; connecting 1 server\n", where(cfg, ln))
+	default:
+		fmt.Fprintf(io.err, "toolbridge: %s; connecting %d servers\n", where(cfg, ln), len(specs))
+	}
 	// Connecting runs beside serving. It ends before the gateway closes
 	// (defers run last first), so no server joins a closed pool.
 	connectCtx, stopConnecting := context.WithCancel(ctx)
@@ -85,16 +97,6 @@ func serve(ctx context.Context, cfg *config.Config, specs []upstream.Spec, logge
 		stopConnecting()
 		<-connected
 	}()
-	switch len(specs) {
-	case 0:
-		// Serving nothing is still useful with --watch or SIGHUP, which
-		// may add servers; the line says why the list is empty.
-		fmt.Fprintf(io.err, "toolbridge: %s with no servers: none configured (give the config file with -c FILE or $%s; a Claude Desktop config works as is), or try 'toolbridge demo'\n", where(cfg, ln), config.EnvConfigPath)
-	case 1:
-		fmt.Fprintf(io.err, "toolbridge: %s; connecting 1 server\n", where(cfg, ln))
-	default:
-		fmt.Fprintf(io.err, "toolbridge: %s; connecting %d servers\n", where(cfg, ln), len(specs))
-	}
 	if r != nil {
 		// Reloads stop before the gateway closes, and wait for the first
 		// connect.
