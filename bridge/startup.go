@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,6 +35,9 @@ func (g *Gateway) Connect(ctx context.Context, specs []upstream.Spec) error {
 	}
 	g.startup.mu.Unlock()
 	err := g.pool.Connect(ctx, specs, g.prepare)
+	g.startup.mu.Lock()
+	g.startup.connected = true
+	g.startup.mu.Unlock()
 	g.endStartup(ctx.Err() == nil)
 	return err
 }
@@ -51,6 +55,71 @@ type startup struct {
 	ending bool
 	// done is closed once the first publication is out.
 	done chan struct{}
+	// connected is set once the first Connect has every server's outcome:
+	// from then on no server is still starting.
+	connected bool
+}
+
+// StartupMetaKey is the tools/list result's _meta key that says the list
+// was answered while servers were still starting (see stillStarting).
+const StartupMetaKey = "io.toolbridge/startup"
+
+// stillStarting returns the servers whose first connect is still under
+// way after start-up stopped waiting for them, sorted: a list answered now
+// lacks their tools. Nil before the first publication (the answer waits)
+// and once the first Connect is done.
+func (g *Gateway) stillStarting() []string {
+	g.startup.mu.Lock()
+	waiting := g.startup.ending && !g.startup.connected
+	g.startup.mu.Unlock()
+	if !waiting {
+		return nil
+	}
+	var names []string
+	for _, s := range g.pool.Statuses() {
+		if s.Connecting {
+			names = append(names, s.Name)
+		}
+	}
+	return names
+}
+
+// startupNote says that an answer left out servers still starting, and
+// which setting waits longer: on stderr and in the answer's _meta, since
+// a one-shot client (Inspector's CLI) never sees the list_changed that
+// brings their tools later.
+func startupNote(names []string, wait time.Duration) string {
+	return fmt.Sprintf("%s still connecting after startup_wait (%s): answered without %s; their tools join later with notifications/tools/list_changed. To wait longer, raise startup_wait (--startup-wait 30s, or TOOLBRIDGE_STARTUP_WAIT)",
+		plural(len(names), "server", "servers"), wait, them(len(names)))
+}
+
+func them(n int) string {
+	if n == 1 {
+		return "it"
+	}
+	return "them"
+}
+
+// noteStartup adds StartupMetaKey to a tools/list answer given while
+// servers are still starting. It runs as an after-list hook, on the
+// result mcp-go builds for this answer alone.
+func (g *Gateway) noteStartup(_ context.Context, _ any, _ *mcp.ListToolsRequest, result *mcp.ListToolsResult) {
+	names := g.stillStarting()
+	if len(names) == 0 || result == nil {
+		return
+	}
+	wait := g.settings().cfg.StartupWait
+	if result.Meta == nil {
+		result.Meta = &mcp.Meta{}
+	}
+	if result.Meta.AdditionalFields == nil {
+		result.Meta.AdditionalFields = map[string]any{}
+	}
+	result.Meta.AdditionalFields[StartupMetaKey] = map[string]any{
+		"still_connecting": names,
+		"startup_wait":     wait.String(),
+		"message":          startupNote(names, wait),
+	}
 }
 
 // joined publishes a server that came up after start-up stopped waiting.
@@ -119,6 +188,9 @@ func (g *Gateway) endStartup(report bool) {
 	close(g.startup.done)
 	if report {
 		fmt.Fprintln(g.summary, startupSummary(g.Catalog(), servers))
+		if names := g.stillStarting(); len(names) > 0 {
+			fmt.Fprintln(g.summary, "toolbridge: "+startupNote(names, g.settings().cfg.StartupWait)+": "+strings.Join(names, ", "))
+		}
 	}
 }
 
@@ -129,8 +201,20 @@ func startupSummary(cat *Catalog, servers int) string {
 	if cat.Decision.Bridge {
 		mode = "on"
 	}
-	return fmt.Sprintf("toolbridge: %d of %d servers up, %d tools; bridge mode %s (%s)",
-		len(cat.Servers), servers, len(cat.Tools), mode, cat.Decision.Reason)
+	held := 0
+	for _, r := range cat.Removed {
+		if r.Kind == RemovedQuarantined {
+			held++
+		}
+	}
+	tools := plural(len(cat.Tools), "tool", "tools")
+	if held > 0 {
+		// Held tools are not listed: without this a start that pinned
+		// nothing new reads as a server with no tools.
+		tools += fmt.Sprintf(", %d held (toolbridge trust list)", held)
+	}
+	return fmt.Sprintf("toolbridge: %d of %d servers up, %s; bridge mode %s (%s)",
+		len(cat.Servers), servers, tools, mode, cat.Decision.Reason)
 }
 
 // prepare does one connected server's share of the next rebuild before

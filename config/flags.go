@@ -25,13 +25,15 @@ func flagSettings() []flagSetting {
 		{setting: setting{name: "listen", path: []string{"serve", "listen"}}, usage: "HTTP listen `host:port` (overrides serve.listen)"},
 		{setting: setting{name: "allow-remote", path: []string{"serve", "allow_remote"}}, isBool: true, usage: "allow listening on a non-loopback address (overrides serve.allow_remote)"},
 		{setting: setting{name: "telemetry", path: []string{"telemetry", "exporter"}}, usage: "telemetry exporter: none, otlp or stdout (overrides telemetry.exporter)"},
+		{setting: setting{name: "startup-wait", path: []string{"startup_wait"}}, usage: "how long the first tools/list waits for servers still connecting, such as `30s` for npx servers on a busy machine (overrides startup_wait)"},
 	}
 }
 
 // BindFlags registers on fs the flags that override config keys: --mode,
 // --threshold-pct, --context-window, --min-tokens, --tokenizer,
 // --disclosure, --transport (serve.transport), --listen (serve.listen),
-// --allow-remote (serve.allow_remote) and --telemetry (telemetry.exporter).
+// --allow-remote (serve.allow_remote), --telemetry (telemetry.exporter)
+// and --startup-wait (startup_wait).
 // Pass the parsed fs as LoadOptions.Flags: only the flags the user set
 // override anything, and their values are checked by Load with the same
 // messages as the file's.
