@@ -205,7 +205,6 @@ func (g *Gateway) reportTrust(live *settings, changes []trace.TrustChange) {
 		default:
 			g.logger.Warn("trust: tool "+c.Kind, "tool", id, "reason", c.Reason)
 		}
-		g.tel.RecordTrust(context.Background(), c)
 		if c.Kind != trace.TrustPinned {
 			// The audit log records calls and the changes that stop or
 			// warn about them; a first-use pin is only logged.
@@ -214,6 +213,14 @@ func (g *Gateway) reportTrust(live *settings, changes []trace.TrustChange) {
 	}
 	for _, server := range slices.Sorted(maps.Keys(pinned)) {
 		g.logger.Info("trust: pinned on first use", "server", server, "tools", pinned[server])
+	}
+	// One review span per server, an event per tool (trace.RecordTrustReview).
+	byServer := map[string][]trace.TrustChange{}
+	for _, c := range changes {
+		byServer[c.Server] = append(byServer[c.Server], c)
+	}
+	for _, server := range slices.Sorted(maps.Keys(byServer)) {
+		g.tel.RecordTrustReview(context.Background(), server, byServer[server])
 	}
 }
 

@@ -483,3 +483,36 @@ func TestAuditCarriesAnnotations(t *testing.T) {
 	}
 	t.Fatalf("no audit line for the call: %+v", auditLines(t, cfg))
 }
+
+// TestFirstStartRecordsOneTrustSpanPerServer: pinning every tool on a
+// first start records one review span per server, with an event per tool,
+// not one root span per tool: those pushed the traces a user came to see
+// off Jaeger's first page (99 spans for the reference servers).
+func TestFirstStartRecordsOneTrustSpanPerServer(t *testing.T) {
+	cfg := trustConfig(t, config.ModeOn)
+	exp, _ := startTraced(t, cfg, map[string]*server.MCPServer{
+		"repo":  repoServer("Create an issue"),
+		"repo2": repoServer("Create an issue"),
+	})
+	var reviews []string
+	events := map[string]int{}
+	for _, s := range exp.GetSpans() {
+		if strings.HasPrefix(s.Name, "toolbridge.trust") {
+			reviews = append(reviews, s.Name)
+			for _, e := range s.Events {
+				if e.Name == trace.EventTrustChange {
+					events[s.Name]++
+				}
+			}
+		}
+	}
+	slices.Sort(reviews)
+	if want := []string{"toolbridge.trust.review repo", "toolbridge.trust.review repo2"}; !slices.Equal(reviews, want) {
+		t.Fatalf("trust spans = %q, want %q", reviews, want)
+	}
+	for _, name := range reviews {
+		if events[name] != 4 {
+			t.Errorf("%s has %d trust events, want one per tool (4)", name, events[name])
+		}
+	}
+}
