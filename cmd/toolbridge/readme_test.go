@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/toolbridge/toolbridge/config"
 )
 
 // readmeCommands returns the first cell of every row of the command
@@ -84,4 +87,28 @@ func TestReadmeCommandsExist(t *testing.T) {
 		}
 	}
 	walk(root)
+}
+
+// TestReadmeConfigsLoad loads every YAML config the README shows with
+// toolbridge's own loader: a newcomer copies them as they are. The
+// variables they reference are set, as the README tells the user to.
+func TestReadmeConfigsLoad(t *testing.T) {
+	raw, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(string(raw), -1)
+	if len(blocks) < 2 {
+		t.Fatalf("the README shows %d YAML configs, want the common ones (2 or more)", len(blocks))
+	}
+	env := []string{"GATEWAY_TOKEN=t0ken", "GITHUB_TOKEN=gh", "TOOLBRIDGE_STATE_DIR=" + t.TempDir()}
+	for i, b := range blocks {
+		path := filepath.Join(t.TempDir(), "readme.yaml")
+		if err := os.WriteFile(path, []byte(b[1]), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := config.Load(config.LoadOptions{Path: path, Environ: env}); err != nil {
+			t.Errorf("README YAML config %d does not load:\n%s\n%v", i+1, b[1], err)
+		}
+	}
 }
