@@ -241,7 +241,9 @@ func ambiguous(name string, candidates []string) bool {
 // tool's original name, and returns the upstream's result unchanged. Every
 // failure the model can act on comes back as an isError result naming the
 // server, never as a protocol error that would end the model's turn.
-func (g *Gateway) dispatch(ctx context.Context, c call) (*mcp.CallToolResult, error) {
+func (g *Gateway) dispatch(ctx context.Context, c call) (res *mcp.CallToolResult, err error) {
+	start := time.Now()
+	defer func() { g.recordCall(ctx, c, start, res, err) }() // for the status page
 	u, ok := g.pool.Get(c.tool.Server)
 	if why, next := g.pool.Down(c.tool.Server); !ok || why != "" {
 		if g.pool.NeedsLogin(c.tool.Server) {

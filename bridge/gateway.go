@@ -22,6 +22,7 @@ import (
 
 	"github.com/toolbridge/toolbridge/bridge/search"
 	"github.com/toolbridge/toolbridge/bridge/search/semantic"
+	"github.com/toolbridge/toolbridge/bridge/ui"
 	"github.com/toolbridge/toolbridge/bridge/upstream"
 	"github.com/toolbridge/toolbridge/config"
 	"github.com/toolbridge/toolbridge/trace"
@@ -102,6 +103,9 @@ type Gateway struct {
 	// what the start gave.
 	startup startup
 	summary io.Writer
+
+	// activity keeps the recent calls and searches for the status page.
+	activity *ui.Activity
 }
 
 // New builds a gateway for cfg. Call Connect to reach the upstreams.
@@ -142,6 +146,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		serverDocs: map[string][sha256.Size]byte{},
 		warnings:   newLogThrottle(warnEvery),
 		summary:    io.Discard,
+		activity:   ui.NewActivity(),
 	}
 	if opts.StartSummary && opts.Progress != nil {
 		g.summary = opts.Progress

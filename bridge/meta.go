@@ -234,6 +234,7 @@ func (g *Gateway) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*m
 		query = truncateUTF8(query, maxQueryBytes)
 	}
 	res, oc := g.search(ctx, g.Catalog(), query, limit, filter)
+	g.recordSearch(ctx, query, res)
 	span := serverSpanFrom(ctx)
 	span.SetSearch(len(query), limit, len(res.Tools), query)
 	if oc.Status != "" {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/toolbridge/toolbridge/bridge/ui"
 	"github.com/toolbridge/toolbridge/bridge/upstream"
 	"github.com/toolbridge/toolbridge/config"
 )
@@ -112,6 +113,9 @@ func (g *Gateway) httpHandler() (http.Handler, func(context.Context)) {
 	sessions.forget = endSession(mcpHandler)
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", g.countRequests(guardSessions(sessions, mcpHandler)))
+	page := g.uiHandler() // the status page, behind the same checks as /mcp
+	mux.Handle(ui.Prefix, page)
+	mux.Handle("/ui", page)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = io.WriteString(w, "ok\n")
@@ -155,6 +159,7 @@ func (g *Gateway) ServeHTTP(ctx context.Context, ln net.Listener) error {
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
+	srv.RegisterOnShutdown(g.activity.EndStreams) // the status page's streams never go idle
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

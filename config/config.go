@@ -204,6 +204,8 @@ type Config struct {
 
 	// Telemetry configures OpenTelemetry traces and metrics.
 	Telemetry Telemetry `koanf:"telemetry" json:"telemetry"`
+	// UI configures the status page.
+	UI UI `koanf:"ui" json:"ui"`
 	// Hooks run around every tool call, in order.
 	Hooks []Hook `koanf:"hooks" json:"hooks"`
 	// Audit writes one JSON line per tool call.
@@ -481,6 +483,22 @@ type Telemetry struct {
 	// RecordContent adds queries, arguments and results to spans. Off by
 	// default: they may hold personal data.
 	RecordContent bool `koanf:"record_content" json:"record_content"`
+	// UIURL is the base URL of the trace viewer that shows these traces,
+	// such as Jaeger's "http://127.0.0.1:16686". When set, the status page
+	// links each call and search to its trace at UIURL/trace/ID.
+	UIURL string `koanf:"ui_url" json:"ui_url,omitempty"`
+}
+
+// UI is the status page: a read-only web page that shows the servers, the
+// bridge decision, the tools and the recent calls and searches. Over the
+// HTTP transport it is always at /ui/, behind the same checks as /mcp.
+type UI struct {
+	// Listen, in stdio mode, opens the page on its own listener at this
+	// host:port, such as "127.0.0.1:7777": a stdio gateway is started by
+	// its client and has no other address a browser could reach. It must
+	// be a loopback address, since it has no bearer token: only this
+	// machine may see the page. Empty (the default) opens nothing.
+	Listen string `koanf:"listen" json:"listen,omitempty"`
 }
 
 // Hook runs a command around matching tool calls. The call arrives as JSON

@@ -178,6 +178,10 @@ func validate(c *Config, prov provenance) []error {
 	v.positive(root.key("max_result_bytes"), c.MaxResultBytes)
 
 	v.oneOf(root.key("telemetry").key("exporter"), c.Telemetry.Exporter, ExporterNone, ExporterOTLP, ExporterStdout)
+	v.traceUI(root.key("telemetry").key("ui_url"), c.Telemetry.UIURL)
+	if c.UI.Listen != "" {
+		v.uiListen(root.key("ui").key("listen"), c.UI.Listen)
+	}
 	for i, h := range c.Hooks {
 		v.hook(root.key("hooks").at(i), h)
 	}
@@ -313,6 +317,44 @@ func (v *validator) listen(p keyPath, addr string, allowRemote bool) {
 			what = "an empty host (every interface)"
 		}
 		v.fail(p, "%s is not a loopback address: set serve.allow_remote: true (or --allow-remote) to accept connections from the network, or listen on 127.0.0.1", what)
+	}
+}
+
+// uiListen checks the status page's own listener: a host:port on
+// loopback, always, since that listener has no bearer token.
+func (v *validator) uiListen(p keyPath, addr string) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		v.fail(p, "invalid address %s: want a loopback host:port, such as \"127.0.0.1:7777\"", quoteShort(addr))
+		return
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		v.fail(p, "invalid port %s in %s: want a number from 0 to 65535", quoteShort(port), quoteShort(addr))
+		return
+	}
+	if !isLoopback(host) {
+		what := quoteShort(host)
+		if host == "" {
+			what = "an empty host (every interface)"
+		}
+		v.fail(p, "%s is not a loopback address: the status page's own listener serves this machine only; listen on 127.0.0.1 (to share the page, serve over HTTP, where it is at /ui/ behind serve.auth_token)", what)
+	}
+}
+
+// traceUI checks telemetry.ui_url: an http(s) base URL the status page
+// can append /trace/ID to.
+func (v *validator) traceUI(p keyPath, raw string) {
+	if raw == "" {
+		return
+	}
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "":
+		v.fail(p, "invalid URL %s: want the trace viewer's base URL with http:// or https:// and a host, such as \"http://127.0.0.1:16686\" (Jaeger)", quoteShort(redactURL(raw)))
+	case u.User != nil:
+		v.fail(p, "invalid URL %s: credentials in the URL would show on the status page", quoteShort(redactURL(raw)))
+	case u.RawQuery != "" || u.Fragment != "":
+		v.fail(p, "invalid URL %s: want a base URL without a query or fragment (links go to URL + \"/trace/ID\")", quoteShort(redactURL(raw)))
 	}
 }
 

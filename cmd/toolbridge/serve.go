@@ -58,8 +58,21 @@ func serve(ctx context.Context, cfg *config.Config, specs []upstream.Spec, logge
 			return fmt.Errorf("listening on %s: %w", cfg.Serve.Listen, err)
 		}
 	}
+	var uiLn net.Listener
+	if cfg.UI.Listen != "" {
+		var err error
+		if uiLn, err = net.Listen("tcp", cfg.UI.Listen); err != nil {
+			if ln != nil {
+				_ = ln.Close()
+			}
+			return fmt.Errorf("listening for the status page on %s (ui.listen): %w", cfg.UI.Listen, err)
+		}
+	}
 	g, err := bridge.New(cfg, bridge.Options{Environ: environ, Progress: io.err, StartSummary: true, Logger: logger})
 	if err != nil {
+		if uiLn != nil {
+			_ = uiLn.Close()
+		}
 		return err
 	}
 	defer func() {
@@ -67,6 +80,22 @@ func serve(ctx context.Context, cfg *config.Config, specs []upstream.Spec, logge
 			logger.Warn("stopping upstreams", "error", err)
 		}
 	}()
+	if uiLn != nil {
+		// The page stops before the gateway closes (defers run last first).
+		uiCtx, stopUI := context.WithCancel(ctx)
+		uiDone := make(chan struct{})
+		go func() {
+			defer close(uiDone)
+			if err := g.ServeUI(uiCtx, uiLn); err != nil {
+				logger.Warn("status page stopped", "error", err)
+			}
+		}()
+		defer func() {
+			stopUI()
+			<-uiDone
+		}()
+		fmt.Fprintf(io.err, "toolbridge: status page at http://%s/ui/\n", uiLn.Addr())
+	}
 	// The line comes before connecting starts: Connect writes its own
 	// progress to the same stream from another goroutine.
 	switch len(specs) {
