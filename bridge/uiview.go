@@ -109,7 +109,7 @@ func (g *Gateway) recordCall(ctx context.Context, c call, start time.Time, res *
 // allocates nothing.
 func (g *Gateway) recordSearch(ctx context.Context, query string, res SearchResult) {
 	rec := ui.Search{
-		At: time.Now(), Query: query, Total: len(res.Tools),
+		At: time.Now(), Query: query, Total: len(res.Tools), Partial: res.Partial,
 		TraceID: oteltrace.SpanContextFromContext(ctx).TraceID(),
 	}
 	for i := 0; i < len(res.Tools) && i < ui.MaxHits; i++ {

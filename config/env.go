@@ -31,11 +31,12 @@ const envPrefix = "TOOLBRIDGE_"
 
 // envAllowed are the TOOLBRIDGE_* variables that are not config keys.
 var envAllowed = []string{
-	EnvConfigPath,           // the config file, see LoadOptions.Path
-	"TOOLBRIDGE_HOOK_EVENT", // set for hook commands, which may run toolbridge
-	"TOOLBRIDGE_SERVER",     // set for hook commands
-	"TOOLBRIDGE_TOOL",       // set for hook commands
-	"TOOLBRIDGE_TEST_CACHE", // the test suite's cache directory
+	EnvConfigPath,               // the config file, see LoadOptions.Path
+	"TOOLBRIDGE_HOOK_EVENT",     // set for hook commands, which may run toolbridge
+	"TOOLBRIDGE_SERVER",         // set for hook commands
+	"TOOLBRIDGE_TOOL",           // set for hook commands
+	"TOOLBRIDGE_TEST_CACHE",     // the test suite's cache directory
+	"TOOLBRIDGE_TEST_ARTIFACTS", // where the test suite saves screenshots
 }
 
 // envAuthTokenAlias is the short form of TOOLBRIDGE_SERVE__AUTH_TOKEN.

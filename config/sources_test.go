@@ -88,7 +88,7 @@ func TestEnvironment(t *testing.T) {
 		{"long form beats alias", []string{"TOOLBRIDGE_SERVE__AUTH_TOKEN=long", "TOOLBRIDGE_AUTH_TOKEN=short"}, func(c *Config) bool { return c.Serve.AuthToken == "long" }},
 		{"no expansion of env values", []string{"TOOLBRIDGE_AUDIT__FILE=${HOME}/a", "HOME=/h"}, func(c *Config) bool { return c.Audit.File == "${HOME}/a" }},
 		{"other variables ignored", []string{"toolbridge_mode=on", "XTOOLBRIDGE_MODE=on", "PATH=/bin"}, func(c *Config) bool { return c.Mode == ModeAuto }},
-		{"allowed non-settings", []string{"TOOLBRIDGE_HOOK_EVENT=before", "TOOLBRIDGE_SERVER=s", "TOOLBRIDGE_TOOL=t", "TOOLBRIDGE_TEST_CACHE=/tmp/c"}, func(c *Config) bool { return c.Mode == ModeAuto }},
+		{"allowed non-settings", []string{"TOOLBRIDGE_HOOK_EVENT=before", "TOOLBRIDGE_SERVER=s", "TOOLBRIDGE_TOOL=t", "TOOLBRIDGE_TEST_CACHE=/tmp/c", "TOOLBRIDGE_TEST_ARTIFACTS=/tmp/a"}, func(c *Config) bool { return c.Mode == ModeAuto }},
 		{"later entry wins", []string{"TOOLBRIDGE_MODE=on", "TOOLBRIDGE_MODE=off"}, func(c *Config) bool { return c.Mode == ModeOff }},
 	}
 	for _, tt := range tests {

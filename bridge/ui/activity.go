@@ -41,9 +41,12 @@ type Search struct {
 	Query string
 	// Hits are the ids of the top hits (NHits of them at most MaxHits are
 	// kept); Total is how many the search returned.
-	Hits   [MaxHits]string
-	Total  int
-	Caller string
+	Hits  [MaxHits]string
+	Total int
+	// Partial says no tool matched the query's words as written: the hits
+	// only share part of a word with it. The page counts it as a miss.
+	Partial bool
+	Caller  string
 	// TraceID is the search's trace, all zero when telemetry is off.
 	TraceID [16]byte
 }

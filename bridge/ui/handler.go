@@ -151,6 +151,7 @@ type searchEvent struct {
 	Query   string    `json:"query"`
 	Hits    []string  `json:"hits"`
 	Total   int       `json:"total"`
+	Partial bool      `json:"partial,omitempty"`
 	Caller  string    `json:"caller,omitempty"`
 	TraceID string    `json:"trace_id,omitempty"`
 }
@@ -184,7 +185,7 @@ func writeEvents(w http.ResponseWriter, calls []Call, searches []Search) error {
 				}
 			}
 			kind, seq = "search", s.Seq
-			v = searchEvent{Seq: s.Seq, At: s.At, Query: s.Query, Hits: hits, Total: s.Total, Caller: s.Caller, TraceID: traceHex(s.TraceID)}
+			v = searchEvent{Seq: s.Seq, At: s.At, Query: s.Query, Hits: hits, Total: s.Total, Partial: s.Partial, Caller: s.Caller, TraceID: traceHex(s.TraceID)}
 		}
 		data, err := json.Marshal(v)
 		if err != nil {

@@ -23,6 +23,7 @@
   }
   function clear(e) { while (e.firstChild) e.removeChild(e.firstChild); }
   const fmt = (n) => Number(n || 0).toLocaleString('en-US');
+  const plural = (n, word) => fmt(n) + ' ' + word + (n === 1 ? '' : 's');
   function clock(t) {
     const d = new Date(t);
     return isNaN(d) ? '' : d.toLocaleTimeString([], { hour12: false });
@@ -103,7 +104,7 @@
       top.append(el('span', 'dot'), el('span', 'name', s.name), el('span', 'state', s.state));
       row.append(top);
       const facts = el('div', 'facts');
-      facts.append(el('span', null, s.transport), el('span', null, fmt(s.tools) + ' tools'), el('span', null, fmt(s.tokens) + ' tokens'));
+      facts.append(el('span', null, s.transport), el('span', null, plural(s.tools, 'tool')), el('span', null, fmt(s.tokens) + ' tokens'));
       if (s.held) facts.append(el('span', 'warn', s.held + ' held'));
       if (s.reconnects) facts.append(el('span', null, s.reconnects + ' reconnects'));
       row.append(facts);
@@ -210,12 +211,15 @@
     push($('calls'), li);
   }
   function addSearch(s) {
-    const li = el('li', s.total ? 'search' : 'search miss');
+    const miss = !s.total || s.partial;
+    const li = el('li', miss ? 'search miss' : 'search');
     const top = el('div', 'line');
-    top.append(el('span', 'when', clock(s.at)), el('span', 'what q', s.query || '(browse)'), el('span', 'lat', s.total ? s.total + ' hits' : 'no hit'));
+    top.append(el('span', 'when', clock(s.at)), el('span', 'what q', s.query || '(browse)'),
+      el('span', 'lat', s.total ? plural(s.total, 'hit') : 'no hit'));
     li.append(top);
     const sub = el('div', 'sub hits');
     if (!s.total) sub.append(el('span', null, 'nothing matched: the catalog lacks these words'));
+    else if (s.partial) sub.append(el('span', null, 'no word matched as written; near misses:'));
     for (const h of s.hits || []) sub.append(el('span', 'hit', h));
     if (s.caller) sub.append(el('span', 'caller', s.caller));
     const link = traceLink(s.trace_id);
