@@ -83,11 +83,21 @@
     if (d.threshold_tokens > 0) {
       const tx = x(d.threshold_tokens);
       g.append(svg('line', { x1: tx, x2: tx, y1: 4, y2: 104, class: 'threshold' }));
-      const anchor = tx > W - 140 ? 'end' : 'start';
+      const anchor = tx > W * 0.55 ? 'end' : 'start';
       g.append(svg('text', { x: anchor === 'end' ? tx - 5 : tx + 5, y: 120, 'text-anchor': anchor, class: 'tlbl' },
         'threshold ' + fmt(d.threshold_tokens) + ' (' + d.threshold_pct + '% of ' + fmt(d.context_window) + ')'));
     }
     chart.append(g);
+
+    const stats = $('decision-stats');
+    clear(stats);
+    const pct = d.full_tokens && d.context_window ? (100 * d.client_tokens / d.context_window).toFixed(1) + '%' : '–';
+    for (const [v, label] of [[fmt(d.visible_tools), 'tools listed'], [fmt(d.deferrable_tools), 'deferrable'],
+      [pct, 'of context'], [d.tokenizer, 'tokenizer']]) {
+      const s = el('div', 'stat');
+      s.append(el('b', null, v), el('span', null, label));
+      stats.append(s);
+    }
   }
 
   // ---- servers ---------------------------------------------------------
@@ -177,7 +187,8 @@
       if (h.diff) {
         const pre = el('pre', 'diff');
         for (const line of h.diff.split('\n')) {
-          const c = line.startsWith('+') ? 'add' : line.startsWith('-') ? 'del' : '';
+          const mark = line.trimStart();
+          const c = mark.startsWith('+') ? 'add' : mark.startsWith('-') ? 'del' : '';
           pre.append(el('span', c, line + '\n'));
         }
         item.append(pre);

@@ -258,6 +258,11 @@ func TestStatusPageInBrowser(t *testing.T) {
 	poll("the held tool", `!document.getElementById('held-card').hidden && document.getElementById('held').textContent.includes('github::create_issue')`)
 	var held string
 	eval("held", `document.getElementById('held').textContent`, &held)
+	var marked struct{ Add, Del int }
+	eval("diff lines", `({add: document.querySelectorAll('#held .diff .add').length, del: document.querySelectorAll('#held .diff .del').length})`, &marked)
+	if marked.Add == 0 || marked.Del == 0 {
+		t.Errorf("the held tool's diff marks %d added and %d removed lines, want both", marked.Add, marked.Del)
+	}
 	for _, want := range []string{"toolbridge trust approve github::create_issue", "id_rsa"} {
 		if !strings.Contains(held, want) {
 			t.Errorf("held tools show %q, want %q in it", held, want)
@@ -280,7 +285,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 	eval("hostile", `({title: document.getElementById('schema-title').textContent,
 		desc: document.getElementById('schema-desc').textContent,
 		schema: document.getElementById('schema-body').textContent,
-		imgs: document.querySelectorAll('img, iframe, svg:not(.bars) , b').length,
+		imgs: document.querySelectorAll('img, iframe, svg:not(.bars), [onerror], [onload], [onmouseover]').length,
 		scripts: document.querySelectorAll('script:not([src])').length,
 		pwned: window.__tbPwned === undefined ? null : window.__tbPwned})`, &hostile)
 	if hostile.Title != "reports::render_report" || !strings.Contains(hostile.Desc, `<img src=x onerror=`) || !strings.Contains(hostile.Schema, `<iframe src=`) {
@@ -307,6 +312,11 @@ func TestStatusPageInBrowser(t *testing.T) {
 		if err := chromedp.Do(bctx, chromedp.EmulateViewport(size.width, size.height, opts...), chromedp.Sleep(300*time.Millisecond)); err != nil {
 			t.Fatal(err)
 		}
+		var top bool
+		eval("scrolling to the top", `document.activeElement && document.activeElement.blur(), window.scrollTo(0, 0), true`, &top)
+		if _, err := chromedp.Run(bctx, chromedp.Poll[chromedp.Void](`window.scrollY === 0`, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+			t.Fatal(err)
+		}
 		var layout struct {
 			ScrollWidth, InnerWidth int
 			Wide                    []string
@@ -323,11 +333,11 @@ func TestStatusPageInBrowser(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		full, err := chromedp.Run(bctx, chromedp.FullScreenshot(90))
+		full, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
 		if err != nil {
 			t.Fatal(err)
 		}
-		for name, data := range map[string][]byte{size.name + ".png": shot, size.name + "-full.jpg": full} {
+		for name, data := range map[string][]byte{size.name + ".png": shot, size.name + "-full.png": full} {
 			path := filepath.Join(dir, name)
 			if err := os.WriteFile(path, data, 0o644); err != nil {
 				t.Fatal(err)
