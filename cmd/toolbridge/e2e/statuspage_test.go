@@ -1,9 +1,12 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -355,5 +358,68 @@ func TestStatusPageInBrowser(t *testing.T) {
 	defer mu.Unlock()
 	for _, p := range problems {
 		t.Errorf("the page logged %s", p)
+	}
+}
+
+// TestStatusPageOnStdio: a stdio gateway opens the page on ui.listen, the
+// page shows its servers and the searches its client makes, and the
+// listener refuses a Host that is not loopback (DNS rebinding).
+func TestStatusPageOnStdio(t *testing.T) {
+	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
+	cfg := demoConfig(t, "state_dir: "+t.TempDir()+"\nui: {listen: \""+addr+"\"}\n", "")
+	g := startStdio(t, nil, "serve", "-c", cfg, "--mode", "on")
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	want := "toolbridge: status page at http://" + addr + "/ui/"
+	if out := g.stderr.WaitFor(ctx, func(s string) bool { return strings.Contains(s, want) }); !strings.Contains(out, want) {
+		t.Fatalf("stderr lacks %q:\n%s", want, out)
+	}
+	g.call(t, "tool_search", map[string]any{"query": "add two numbers"})
+
+	get := func(host string) (int, []byte) {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+addr+"/ui/api/state", nil)
+		if host != "" {
+			req.Host = host
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, body
+	}
+	code, body := get("")
+	var state struct {
+		Transport string
+		Servers   []struct{ Name, State string }
+		Decision  struct{ Bridge bool }
+	}
+	if err := json.Unmarshal(body, &state); code != 200 || err != nil {
+		t.Fatalf("state: %d %v\n%s", code, err, body)
+	}
+	if state.Transport != "stdio" || len(state.Servers) != 2 || state.Servers[0].Name != "math" || !state.Decision.Bridge {
+		t.Errorf("state = %s", body)
+	}
+	if code, _ := get("attacker.example:80"); code != http.StatusMisdirectedRequest {
+		t.Errorf("a foreign Host got %d, want 421", code)
+	}
+	// The search shows on the event stream.
+	req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+addr+"/ui/api/events", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	r := bufio.NewReader(resp.Body)
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("the event stream ended before the search: %v", err)
+		}
+		if strings.HasPrefix(line, "data: ") && strings.Contains(line, `"query":"add two numbers"`) {
+			break
+		}
 	}
 }
