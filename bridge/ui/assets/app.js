@@ -141,6 +141,7 @@
       tr.tabIndex = 0;
       const name = el('td', 'tool');
       name.append(el('span', 'tname', t.name), el('span', 'tserver', t.server));
+      if (t.description) name.append(el('span', 'tdesc', t.description));
       tr.append(name);
       const st = el('td');
       st.append(el('span', 'pill ' + t.status, t.status));

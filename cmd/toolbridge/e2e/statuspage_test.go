@@ -229,10 +229,14 @@ func TestStatusPageInBrowser(t *testing.T) {
 	if res := call("tool_search", map[string]any{"query": "qzxv wplk"}); !strings.HasPrefix(textOf(res), "No tool matches") {
 		t.Logf("the miss search found: %s", textOf(res))
 	}
+	// A client's query and an upstream's error text are shown too: both
+	// carry markup here.
+	call("tool_search", map[string]any{"query": `<img src=x onerror="window.__tbPwned='query'">`})
+	call("tool_call", map[string]any{"name": "filesystem::read_text_file", "arguments": map[string]any{"path": `/etc/<img src=x onerror="window.__tbPwned='error'">`}})
 	call("tool_call", map[string]any{"name": "slack::slack_post_message", "arguments": map[string]any{"channel_id": "C1", "text": "hi"}})
 	call("tool_call", map[string]any{"name": "everything::echo", "arguments": map[string]any{"message": "hello"}})
 	call("tool_call", map[string]any{"name": "filesystem::read_text_file", "arguments": map[string]any{"path": "/etc/no-such-file"}})
-	poll("the calls and searches", `document.querySelectorAll('#calls li').length >= 3 && document.querySelectorAll('#searches li').length >= 2`)
+	poll("the calls and searches", `document.querySelectorAll('#calls li').length >= 4 && document.querySelectorAll('#searches li').length >= 3`)
 	var feed struct {
 		Calls, Searches []string
 		Misses, Errors  int
@@ -249,8 +253,14 @@ func TestStatusPageInBrowser(t *testing.T) {
 	if !contains(feed.Searches, "create an issue in a github repository") || !contains(feed.Searches, "qzxv wplk") || feed.Misses < 1 {
 		t.Errorf("searches feed %v (%d misses)", feed.Searches, feed.Misses)
 	}
-	if feed.Traces < 3 {
-		t.Errorf("%d calls link to their trace, want all 3", feed.Traces)
+	if feed.Traces < 4 {
+		t.Errorf("%d calls link to their trace, want all 4", feed.Traces)
+	}
+	var literal struct{ Calls, Searches bool }
+	eval("markup shown as text", `({calls: document.getElementById('calls').textContent.includes('<img src=x onerror='),
+		searches: document.getElementById('searches').textContent.includes('<img src=x onerror=')})`, &literal)
+	if !literal.Calls || !literal.Searches {
+		t.Errorf("the error text and the query with markup are not shown as text: %+v", literal)
 	}
 
 	// A definition that drifts: the tool is held, with its diff and the
