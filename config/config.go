@@ -222,6 +222,16 @@ type Config struct {
 	// keyring when one answers, else a 0600 file under state_dir), keyring
 	// or file.
 	TokenStore string `koanf:"token_store" json:"token_store"`
+	// ShowFullURLs shows upstream URLs as written in logs, /readyz, errors
+	// sent to clients, spans, the audit log and config check. By default
+	// (false) a URL shows only as scheme://host:port, its path with every
+	// segment but common endpoint words (mcp, sse, api, v1...) masked, and
+	// every query value masked, because paths
+	// (https://host/sk-SECRET/mcp) and parameters of any name (?hmac=...)
+	// carry secrets. Even when true, user info (user:password@) and the
+	// values of parameters whose names look secret (token, key, sig,
+	// secret, password, auth...) stay masked. Env TOOLBRIDGE_SHOW_FULL_URLS.
+	ShowFullURLs bool `koanf:"show_full_urls" json:"show_full_urls"`
 }
 
 // Token stores.
@@ -274,6 +284,13 @@ type Server struct {
 	// server answers 401 with a Bearer challenge: run
 	// `toolbridge auth login NAME` once.
 	Auth Auth `koanf:"auth" json:"auth,omitzero"`
+
+	// referenced are the values that ${VAR} references put into this
+	// server's entry (Load fills it in): the values Scrub masks besides
+	// the ones whose names look secret.
+	referenced []string `json:"-"`
+	// fullURLs is the config's ShowFullURLs, for Scrub.
+	fullURLs bool `json:"-"`
 }
 
 // Auth types.

@@ -85,7 +85,10 @@ type decoder struct {
 	// while decoding a disabled server, whose variables need not exist.
 	keepUnset bool
 	prov      provenance
-	errs      []error
+	// exp collects, where it is not nil, the values ${VAR} references
+	// put into the config, by key path: see expansions.
+	exp  *expansions
+	errs []error
 }
 
 func (d *decoder) fail(p keyPath, format string, args ...any) {
@@ -261,10 +264,13 @@ func (d *decoder) expand(p keyPath, s string) (string, bool) {
 	if d.lookup == nil {
 		return s, true
 	}
-	out, err := expand(s, d.lookup, d.keepUnset)
+	out, refs, err := expandRefs(s, d.lookup, d.keepUnset)
 	if err != nil {
 		d.errs = append(d.errs, &Error{Source: d.source, Key: p.String(), Msg: err.Error(), err: err})
 		return "", false
+	}
+	if len(refs) > 0 && d.exp != nil {
+		*d.exp = append(*d.exp, expansion{path: p, refs: refs})
 	}
 	return out, true
 }
@@ -516,6 +522,12 @@ func toInt(v any) (int64, bool) {
 func fieldNames(t reflect.Type) []string {
 	names := make([]string, t.NumField())
 	for i := range names {
+		if !t.Field(i).IsExported() {
+			// No key reaches an unexported field (Server's record of
+			// its ${VAR} values), not even "".
+			names[i] = "\x00unexported"
+			continue
+		}
 		names[i] = t.Field(i).Tag.Get("koanf")
 	}
 	return names

@@ -24,13 +24,28 @@ type lookupFunc func(name string) (string, bool)
 // errUnset is wrapped by expand's error for a reference to an unset variable.
 var errUnset = errors.New("not set")
 
+// varRef is one variable reference that expand replaced by the variable's
+// value (not by a default, which is text from the file).
+type varRef struct {
+	name, value string
+}
+
 // expand resolves the variable references in s. With keepUnset, a reference
 // to an unset variable stays in the result as written instead of failing;
 // syntax errors still fail.
 func expand(s string, lookup lookupFunc, keepUnset bool) (string, error) {
+	out, _, err := expandRefs(s, lookup, keepUnset)
+	return out, err
+}
+
+// expandRefs is expand that also returns the references it replaced by a
+// variable's value: the values error messages must not repeat and that
+// error scrubbing masks.
+func expandRefs(s string, lookup lookupFunc, keepUnset bool) (string, []varRef, error) {
 	if !strings.Contains(s, "$") {
-		return s, nil
+		return s, nil, nil
 	}
+	var refs []varRef
 	var b strings.Builder
 	b.Grow(len(s))
 	for i := 0; i < len(s); {
@@ -53,16 +68,16 @@ func expand(s string, lookup lookupFunc, keepUnset bool) (string, error) {
 		}
 		end := strings.IndexByte(s[i+2:], '}')
 		if end < 0 {
-			return "", fmt.Errorf(`unterminated variable reference %s: missing "}" (write $$ for a literal $)`, quoteShort(s[i:]))
+			return "", nil, fmt.Errorf(`unterminated variable reference %s: missing "}" (write $$ for a literal $)`, quoteShort(s[i:]))
 		}
 		ref := s[i : i+2+end+1]
 		body := s[i+2 : i+2+end]
 		name, def, hasDef := strings.Cut(body, ":-")
 		if !validVarName(name) {
-			return "", fmt.Errorf("invalid variable reference %s: want ${NAME} or ${NAME:-default} (write $$ for a literal $)", quoteShort(ref))
+			return "", nil, fmt.Errorf("invalid variable reference %s: want ${NAME} or ${NAME:-default} (write $$ for a literal $)", quoteShort(ref))
 		}
 		if hasDef && strings.Contains(def, "${") {
-			return "", fmt.Errorf("invalid variable reference %s: a default cannot contain another reference", quoteShort(ref))
+			return "", nil, fmt.Errorf("invalid variable reference %s: a default cannot contain another reference", quoteShort(ref))
 		}
 		val, ok := lookup(name)
 		switch {
@@ -70,14 +85,15 @@ func expand(s string, lookup lookupFunc, keepUnset bool) (string, error) {
 			b.WriteString(def)
 		case ok:
 			b.WriteString(val)
+			refs = append(refs, varRef{name: name, value: val})
 		case keepUnset:
 			b.WriteString(ref)
 		default:
-			return "", fmt.Errorf("environment variable %s is %w", name, errUnset)
+			return "", nil, fmt.Errorf("environment variable %s is %w", name, errUnset)
 		}
 		i += len(ref)
 	}
-	return b.String(), nil
+	return b.String(), refs, nil
 }
 
 // escapeDollars is expand's inverse for literal text: expanding its result

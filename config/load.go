@@ -80,6 +80,7 @@ func Load(opts LoadOptions) (*Config, error) {
 	root := reflect.ValueOf(&cfg).Elem()
 	prov := provenance{}
 	var errs []error
+	var exp expansions
 	fileOK := true
 	if path != "" {
 		raw, err := readFile(path)
@@ -87,7 +88,7 @@ func Load(opts LoadOptions) (*Config, error) {
 			errs = append(errs, err)
 			fileOK = false
 		} else {
-			d := &decoder{source: path, lookup: lookup, prov: prov}
+			d := &decoder{source: path, lookup: lookup, prov: prov, exp: &exp}
 			d.value(nil, raw, root)
 			errs = append(errs, d.errs...)
 		}
@@ -106,7 +107,13 @@ func Load(opts LoadOptions) (*Config, error) {
 		errs = append(errs, checkKeyEnv(&cfg, lookup, prov)...)
 	}
 	if len(errs) > 0 {
+		exp.hideValues(errs)
 		return nil, errors.Join(errs...)
+	}
+	exp.attach(&cfg)
+	for name, s := range cfg.Servers {
+		s.fullURLs = cfg.ShowFullURLs
+		cfg.Servers[name] = s
 	}
 	return &cfg, nil
 }

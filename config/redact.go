@@ -1,7 +1,9 @@
 package config
 
 import (
+	"fmt"
 	"maps"
+	"net"
 	"net/url"
 	"regexp"
 	"slices"
@@ -32,7 +34,7 @@ func (c *Config) Redacted() *Config {
 		for k := range s.Headers {
 			s.Headers[k] = Mask
 		}
-		s.URL = redactURL(s.URL)
+		s.URL = ShowURL(s.URL, c.ShowFullURLs)
 		if s.Auth.ClientSecret != "" {
 			s.Auth.ClientSecret = Mask
 		}
@@ -45,7 +47,7 @@ func (c *Config) Redacted() *Config {
 	if r.Serve.AuthToken != "" {
 		r.Serve.AuthToken = Mask
 	}
-	r.Search.Embeddings.URL = redactURL(r.Search.Embeddings.URL)
+	r.Search.Embeddings.URL = ShowURL(r.Search.Embeddings.URL, c.ShowFullURLs)
 	for i := range r.Hooks {
 		redactArgs(r.Hooks[i].Args)
 	}
@@ -61,6 +63,7 @@ func (c *Config) clone() *Config {
 		s.Env = maps.Clone(s.Env)
 		s.Headers = maps.Clone(s.Headers)
 		s.Auth.Scopes = slices.Clone(s.Auth.Scopes)
+		s.referenced = slices.Clone(s.referenced)
 		r.Servers[name] = s
 	}
 	if c.Servers == nil {
@@ -103,20 +106,103 @@ func secretName(name string) bool {
 	return false
 }
 
-// RedactURL returns raw with its credentials masked: the userinfo
-// (user:password@) and the values of query and fragment parameters whose
-// names look secret (key, api_key, apikey, token, access_token, auth, sig,
-// signature, secret, password..., in any case). A URL that does not parse
-// is masked whole. Every place that shows an upstream's URL (logs,
-// /readyz, errors, spans, the audit log, config check) shows this.
-func RedactURL(raw string) string { return redactURL(raw) }
-
-// urlInText finds URLs in free text, such as a transport error that quotes
-// the URL it failed on ("Post \"https://...\": dial tcp ...").
-var urlInText = regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s"'<>\x60]+`)
+// RedactURL returns raw as toolbridge shows a URL by default (see
+// ShowURL): scheme://host:port, the path with every segment but common
+// endpoint words masked, and every query and fragment value masked.
+// Every place that shows an upstream's URL (logs, /readyz, errors, spans,
+// the audit log, config check) shows this, or ShowURL's full form when
+// the user set show_full_urls.
+func RedactURL(raw string) string { return ShowURL(raw, false) }
 
 // RedactURLs masks, with RedactURL, every URL in text.
-func RedactURLs(text string) string {
+func RedactURLs(text string) string { return ShowURLs(text, false) }
+
+// ShowURL is the one place that decides how a URL is shown.
+//
+// By default (full false) it shows only where the URL points and its shape:
+// the scheme, host and port (the scheme's default port written out), "****@"
+// for user info, the path with each segment masked unless it is a common
+// endpoint word (mcp, sse, messages, api, v1, ...: see plainSegments), and
+// the query and fragment with every value masked and the names kept. Paths
+// and unlisted parameters carry secrets too (https://host/sk-SECRET/mcp,
+// ?hmac=SECRET), and no list of parameter names can know them all.
+//
+// With full (the config key show_full_urls) it shows the URL as written,
+// except its credentials: user info and the values of parameters whose
+// names look secret (key, api_key, token, auth, sig, signature, secret,
+// password..., in any case) stay masked.
+//
+// A URL that does not parse is masked whole: it cannot be told apart from
+// a secret.
+func ShowURL(raw string, full bool) string {
+	if raw == "" {
+		return ""
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Opaque != "" && strings.Contains(u.Opaque, "@")) {
+		return Mask
+	}
+	if full {
+		return credentialsMasked(u, strings.HasSuffix(raw, "#"))
+	}
+	if u.Opaque != "" || u.Scheme == "" {
+		// Not a URL with a host ("host:port", "a path"): nothing in it
+		// can be told apart from a secret.
+		return Mask
+	}
+	var b strings.Builder
+	b.WriteString(u.Scheme)
+	b.WriteString("://")
+	if u.User != nil {
+		b.WriteString(Mask + "@")
+	}
+	host, port := u.Hostname(), u.Port()
+	if port == "" && host != "" {
+		port = defaultPorts[strings.ToLower(u.Scheme)]
+	}
+	switch {
+	case port != "":
+		b.WriteString(net.JoinHostPort(host, port))
+	case strings.Contains(host, ":"):
+		b.WriteString("[" + host + "]")
+	default:
+		b.WriteString(host)
+	}
+	b.WriteString(maskPath(u.EscapedPath()))
+	if u.RawQuery != "" || u.ForceQuery {
+		b.WriteString("?" + maskParams(u.RawQuery, allValues))
+	}
+	if u.Fragment != "" || u.RawFragment != "" || strings.HasSuffix(raw, "#") {
+		b.WriteString("#" + maskParams(u.EscapedFragment(), allValues))
+	}
+	return b.String()
+}
+
+// defaultPorts are the ports ShowURL writes out for a URL that gives none.
+var defaultPorts = map[string]string{"http": "80", "https": "443", "ws": "80", "wss": "443"}
+
+// plainSegments are the path segments ShowURL shows by default: the words
+// MCP and API endpoints are commonly made of, which tell a reader which
+// endpoint it is and cannot be anybody's secret. Any other segment is
+// masked.
+var plainSegments = regexp.MustCompile(`^(?i:mcp|sse|message|messages|stream|events|api|apis|rpc|jsonrpc|http|embeddings|openai|traces|metrics|logs|v[0-9]{1,2})$`)
+
+// maskPath masks every segment of an escaped path but the plain ones.
+func maskPath(p string) string {
+	if p == "" {
+		return ""
+	}
+	segs := strings.Split(p, "/")
+	for i, seg := range segs {
+		if seg != "" && !plainSegments.MatchString(seg) {
+			segs[i] = Mask
+		}
+	}
+	return strings.Join(segs, "/")
+}
+
+// ShowURLs shows, with ShowURL, every URL in text.
+func ShowURLs(text string, full bool) string {
 	if !strings.Contains(text, "://") {
 		return text
 	}
@@ -126,26 +212,25 @@ func RedactURLs(text string) string {
 		// the line, not to the URL, which would show it as %5C or mask it
 		// away and leave the line's quotes unbalanced.
 		u := strings.TrimRight(m, `\`)
-		return redactURL(u) + m[len(u):]
+		return ShowURL(u, full) + m[len(u):]
 	})
 }
 
-// redactURL masks a URL's userinfo and its secret-looking query and
-// fragment parameters. A URL that does not parse is masked whole: it cannot
-// be told apart from a secret.
-func redactURL(raw string) string {
-	if raw == "" {
-		return ""
-	}
-	u, err := url.Parse(raw)
-	if err != nil || (u.Opaque != "" && strings.Contains(u.Opaque, "@")) {
-		return Mask
-	}
+// urlInText finds URLs in free text, such as a transport error that quotes
+// the URL it failed on ("Post \"https://...\": dial tcp ...").
+var urlInText = regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s"'<>\x60]+`)
+
+// redactURL is RedactURL, for this package's messages.
+func redactURL(raw string) string { return ShowURL(raw, false) }
+
+// credentialsMasked is the show_full_urls form of u: its user info and its
+// secret-looking query and fragment values masked, the rest as written.
+func credentialsMasked(u *url.URL, emptyFrag bool) string {
 	hasUser := u.User != nil
 	u.User = nil
-	u.RawQuery = redactParams(u.RawQuery)
-	frag := redactParams(u.EscapedFragment())
-	hasFrag := u.Fragment != "" || u.RawFragment != "" || strings.HasSuffix(raw, "#")
+	u.RawQuery = maskParams(u.RawQuery, secretName)
+	frag := maskParams(u.EscapedFragment(), secretName)
+	hasFrag := u.Fragment != "" || u.RawFragment != "" || emptyFrag
 	u.Fragment, u.RawFragment = "", ""
 	s := u.String()
 	if hasUser {
@@ -161,9 +246,14 @@ func redactURL(raw string) string {
 	return s
 }
 
-// redactParams masks the values of secret-looking parameters in a
-// "k=v&k2=v2" string, keeping the order and encoding of everything else.
-func redactParams(q string) string {
+// allValues masks the value of every parameter.
+func allValues(string) bool { return true }
+
+// maskParams masks the values of the parameters whose names secret
+// reports, in a "k=v&k2=v2" string, keeping the order and encoding of
+// everything else. A part without "=" is a value alone: it is masked
+// whenever secret says every value is.
+func maskParams(q string, secret func(name string) bool) string {
 	if q == "" {
 		return q
 	}
@@ -174,8 +264,11 @@ func redactParams(q string) string {
 		if err != nil {
 			name = k
 		}
-		if ok && secretName(name) {
+		switch {
+		case ok && secret(name):
 			parts[i] = k + "=" + Mask
+		case !ok && part != "" && secret(""):
+			parts[i] = Mask
 		}
 	}
 	return strings.Join(parts, "&")
@@ -222,35 +315,51 @@ func redactArg(a string) string {
 }
 
 // Scrub masks in text (an error message, a log line) every secret that
-// server s carries: the values of its env and headers, its auth client
-// secret and private key, and its URL's user info and secret-looking query
-// parameters. Errors from transports quote
-// URLs and sometimes echo headers; they must not carry secrets to logs or
-// to the model.
+// server s carries: the values of its env and headers whose names look
+// secret (TOKEN, KEY, SECRET, PASSWORD, AUTH...), every value its entry
+// took from a ${VAR} reference, its auth client secret and private key,
+// and the secrets of its URL (user info, query values, path segments that
+// ShowURL masks). Errors from transports quote URLs and sometimes echo
+// headers; they must not carry secrets to logs or to the model. Other
+// values are left alone: masking every env value would mangle ordinary
+// text (a server named like one of its env values would show as ****).
 //
-// Every URL in text is redacted (RedactURLs), whatever server it names and
+// Every URL in text is shown with ShowURL, whatever server it names and
 // however the transport rewrote it (Go's errors print "user:***@"); the
 // secrets of s's own URL are also masked wherever they appear on their own,
 // so that an echo in another encoding does not carry them out either.
 func (s Server) Scrub(text string) string {
-	text = RedactURLs(text)
-	auth := map[string]string{"client_secret": s.Auth.ClientSecret, "private_key": s.Auth.PrivateKey}
-	for _, values := range []map[string]string{s.Env, s.Headers, urlSecrets(s.URL), auth} {
-		for _, v := range values {
-			// Very short values ("1", "true") are not secrets worth masking,
-			// and masking them would mangle ordinary text.
-			if len(v) >= 6 {
-				text = strings.ReplaceAll(text, v, Mask)
+	text = ShowURLs(text, s.fullURLs)
+	var values []string
+	for _, m := range []map[string]string{s.Env, s.Headers} {
+		for k, v := range m {
+			if secretName(k) {
+				values = append(values, v)
 			}
+		}
+	}
+	values = append(values, s.referenced...)
+	values = append(values, s.Auth.ClientSecret, s.Auth.PrivateKey)
+	for _, v := range urlSecrets(s.URL, s.fullURLs) {
+		values = append(values, v)
+	}
+	// Longest first, so that a secret containing another is masked whole.
+	slices.SortFunc(values, func(a, b string) int { return len(b) - len(a) })
+	for _, v := range values {
+		// Very short values ("1", "true") are not secrets worth masking,
+		// and masking them would mangle ordinary text.
+		if len(v) >= 6 {
+			text = strings.ReplaceAll(text, v, Mask)
 		}
 	}
 	return text
 }
 
-// urlSecrets returns the credentials in raw: its userinfo's user and
-// password, and the values of its secret-looking query and fragment
-// parameters, as written and decoded.
-func urlSecrets(raw string) map[string]string {
+// urlSecrets returns the secrets in raw, as written and decoded: its
+// userinfo's user and password, and the values of its secret-looking query
+// and fragment parameters; unless full, also every other query and
+// fragment value and the path segments ShowURL masks.
+func urlSecrets(raw string, full bool) map[string]string {
 	if raw == "" {
 		return nil
 	}
@@ -271,10 +380,25 @@ func urlSecrets(raw string) map[string]string {
 	for _, q := range []string{u.RawQuery, u.EscapedFragment()} {
 		for part := range strings.SplitSeq(q, "&") {
 			k, v, ok := strings.Cut(part, "=")
-			if name, err := url.QueryUnescape(k); ok && err == nil && secretName(name) {
+			if !ok && !full && part != "" {
+				k, v, ok = "bare "+part, part, true
+			}
+			if name, err := url.QueryUnescape(k); ok && err == nil && (!full || secretName(name)) {
 				out["raw "+k] = v
 				if dec, err := url.QueryUnescape(v); err == nil {
 					out["decoded "+k] = dec
+				}
+			}
+		}
+	}
+	if !full {
+		for i, seg := range strings.Split(u.EscapedPath(), "/") {
+			// Short segments are words, not secrets; masking them would
+			// mangle text.
+			if len(seg) >= 8 && !plainSegments.MatchString(seg) {
+				out[fmt.Sprintf("raw path %d", i)] = seg
+				if dec, err := url.PathUnescape(seg); err == nil {
+					out[fmt.Sprintf("decoded path %d", i)] = dec
 				}
 			}
 		}

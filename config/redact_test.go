@@ -66,7 +66,7 @@ func TestRenderMasksEverySecret(t *testing.T) {
 			}
 		}
 		// What is not secret stays readable.
-		for _, keep := range []string{"db.internal:5432/shop", "mcp.example.com/mcp", "region=eu", "API_TOKEN", "FOO.BAR", "X-Api-Key", "--api-key", "GITHUB_TOKEN=", "Authorization: " + Mask, "@modelcontextprotocol/server-postgres", "public-id", "client_secret"} {
+		for _, keep := range []string{"db.internal:5432/****", "mcp.example.com:443/mcp", "region=****", "API_TOKEN", "FOO.BAR", "X-Api-Key", "--api-key", "GITHUB_TOKEN=", "Authorization: " + Mask, "@modelcontextprotocol/server-postgres", "public-id", "client_secret"} {
 			if !strings.Contains(text, keep) {
 				t.Errorf("Render(%s) lost %q:\n%s", format, keep, text)
 			}
@@ -94,29 +94,49 @@ func TestRedactedIsADeepCopy(t *testing.T) {
 }
 
 func TestRedactURL(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"", ""},
-		{"https://mcp.example.com/mcp", "https://mcp.example.com/mcp"},
-		{"https://u:p@h.example/x", "https://****@h.example/x"},
-		{"https://tok@h.example/", "https://****@h.example/"},
-		{"https://h.example/?api_key=abc&q=1&Token=x", "https://h.example/?api_key=****&q=1&Token=****"},
-		{"https://h.example/?sig=abc%20d&page=2", "https://h.example/?sig=****&page=2"},
-		{"https://h.example/?signal=on&design=x", "https://h.example/?signal=on&design=x"},
+	// By default a URL shows as scheme://host:port, the path with every
+	// segment but common endpoint words masked, and every query value
+	// masked; with full (show_full_urls) only its credentials are masked.
+	tests := []struct{ in, want, full string }{
+		{"", "", ""},
+		{"https://mcp.example.com/mcp", "https://mcp.example.com:443/mcp", "https://mcp.example.com/mcp"},
+		{"https://u:p@h.example/x", "https://****@h.example:443/****", "https://****@h.example/x"},
+		{"https://tok@h.example/", "https://****@h.example:443/", "https://****@h.example/"},
+		{"https://h.example/?api_key=abc&q=1&Token=x", "https://h.example:443/?api_key=****&q=****&Token=****", "https://h.example/?api_key=****&q=1&Token=****"},
+		{"https://h.example/?sig=abc%20d&page=2", "https://h.example:443/?sig=****&page=****", "https://h.example/?sig=****&page=2"},
+		{"https://h.example/?signal=on&design=x", "https://h.example:443/?signal=****&design=****", "https://h.example/?signal=on&design=x"},
 		{"https://h.example/mcp?KEY=a&ApiKey=b&apikey=c&access_token=d&AUTH=e&Signature=f&secret=g&Password=h&x-amz-sig=i&q=keep",
+			"https://h.example:443/mcp?KEY=****&ApiKey=****&apikey=****&access_token=****&AUTH=****&Signature=****&secret=****&Password=****&x-amz-sig=****&q=****",
 			"https://h.example/mcp?KEY=****&ApiKey=****&apikey=****&access_token=****&AUTH=****&Signature=****&secret=****&Password=****&x-amz-sig=****&q=keep"},
-		{"http://user:pa55@127.0.0.1:8080/mcp?token=t", "http://****@127.0.0.1:8080/mcp?token=****"},
-		{"http://u:***@127.0.0.1:1/mcp", "http://****@127.0.0.1:1/mcp"},
-		{"https://h.example/mcp?api%5Fkey=x", "https://h.example/mcp?api%5Fkey=****"},
-		{"https://h.example/mcp?token", "https://h.example/mcp?token"},
-		{"https://h.example/mcp?token=", "https://h.example/mcp?token=****"},
-		{"wss://h.example/ws?auth=x", "wss://h.example/ws?auth=****"},
-		{"https://h.example/#access_token=abc&state=s", "https://h.example/#access_token=****&state=s"},
-		{"postgresql://u:pw@localhost:5432/db?sslmode=disable&password=x", "postgresql://****@localhost:5432/db?sslmode=disable&password=****"},
-		{"https://h.example/%zz", Mask},
+		{"http://user:pa55@127.0.0.1:8080/mcp?token=t", "http://****@127.0.0.1:8080/mcp?token=****", "http://****@127.0.0.1:8080/mcp?token=****"},
+		{"http://u:***@127.0.0.1:1/mcp", "http://****@127.0.0.1:1/mcp", "http://****@127.0.0.1:1/mcp"},
+		{"https://h.example/mcp?api%5Fkey=x", "https://h.example:443/mcp?api%5Fkey=****", "https://h.example/mcp?api%5Fkey=****"},
+		{"https://h.example/mcp?token", "https://h.example:443/mcp?****", "https://h.example/mcp?token"},
+		{"https://h.example/mcp?token=", "https://h.example:443/mcp?token=****", "https://h.example/mcp?token=****"},
+		{"wss://h.example/ws?auth=x", "wss://h.example:443/****?auth=****", "wss://h.example/ws?auth=****"},
+		{"https://h.example/#access_token=abc&state=s", "https://h.example:443/#access_token=****&state=****", "https://h.example/#access_token=****&state=s"},
+		{"postgresql://u:pw@localhost:5432/db?sslmode=disable&password=x", "postgresql://****@localhost:5432/****?sslmode=****&password=****",
+			"postgresql://****@localhost:5432/db?sslmode=disable&password=****"},
+		{"https://h.example/%zz", Mask, Mask},
+		// Secrets in the path (Zapier-style) and under parameter names no
+		// list knows.
+		{"https://actions.example.com/sk-SECRET123/mcp", "https://actions.example.com:443/****/mcp", "https://actions.example.com/sk-SECRET123/mcp"},
+		{"https://h.example/api/v1/abcDEF123456/sse", "https://h.example:443/api/v1/****/sse", "https://h.example/api/v1/abcDEF123456/sse"},
+		{"https://h.example/mcp?hmac=SECRET456&ts=1", "https://h.example:443/mcp?hmac=****&ts=****", "https://h.example/mcp?hmac=SECRET456&ts=1"},
+		{"https://h.example/mcp?SECRET789", "https://h.example:443/mcp?****", "https://h.example/mcp?SECRET789"},
+		{"http://[::1]/mcp", "http://[::1]:80/mcp", "http://[::1]/mcp"},
+		{"http://[::1]:9000/MCP/", "http://[::1]:9000/MCP/", "http://[::1]:9000/MCP/"},
+		{"stdio://local", "stdio://local", "stdio://local"},
 	}
 	for _, tt := range tests {
-		if got := redactURL(tt.in); got != tt.want {
-			t.Errorf("redactURL(%q) = %q, want %q", tt.in, got, tt.want)
+		if got := RedactURL(tt.in); got != tt.want {
+			t.Errorf("RedactURL(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+		if got := ShowURL(tt.in, false); got != tt.want {
+			t.Errorf("ShowURL(%q, false) = %q, want %q", tt.in, got, tt.want)
+		}
+		if got := ShowURL(tt.in, true); got != tt.full {
+			t.Errorf("ShowURL(%q, true) = %q, want %q", tt.in, got, tt.full)
 		}
 	}
 }
@@ -130,8 +150,11 @@ func TestRenderRoundTrip(t *testing.T) {
 	for name, s := range c.Servers {
 		s.Env, s.Headers = nil, nil
 		s.URL = strings.ReplaceAll(s.URL, "api_key=sk_fullSecret&", "")
+		// Rendering shows the URL as written only with show_full_urls.
+		s.fullURLs, s.referenced = true, nil
 		c.Servers[name] = s
 	}
+	c.ShowFullURLs = true
 	c.Serve.AuthToken = ""
 	for _, format := range []string{"yaml", "json"} {
 		out, err := c.Render(format)
@@ -212,16 +235,17 @@ func TestRedactURLs(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{"no url here", "no url here"},
 		{`Post "http://u:***@127.0.0.1:1/mcp?api_key=S1&x=1": dial tcp 127.0.0.1:1: connect: connection refused`,
-			`Post "http://****@127.0.0.1:1/mcp?api_key=****&x=1": dial tcp 127.0.0.1:1: connect: connection refused`},
+			`Post "http://****@127.0.0.1:1/mcp?api_key=****&x=****": dial tcp 127.0.0.1:1: connect: connection refused`},
 		{"two: https://a.example/?token=S1 and https://b.example/?sig=S2.",
-			"two: https://a.example/?token=**** and https://b.example/?sig=****"},
-		{"url=https://a.example/p?key=S1;next", "url=https://a.example/p?key=****"},
+			"two: https://a.example:443/?token=**** and https://b.example:443/?sig=****"},
+		{"url=https://a.example/p?key=S1;next", "url=https://a.example:443/****?key=****"},
 		// A log line quotes an error that quotes the URL: the URL ends at
 		// the escaped quote, and the backslash stays out of it (it was
 		// shown as "traces%5C").
 		{`err="traces export: Post \"http://localhost:4318/v1/traces\": dial tcp 127.0.0.1:4318: connect: connection refused"`,
 			`err="traces export: Post \"http://localhost:4318/v1/traces\": dial tcp 127.0.0.1:4318: connect: connection refused"`},
-		{`err="Post \"http://u:S0@h.example/mcp?token=S1\": refused"`, `err="Post \"http://****@h.example/mcp?token=****\": refused"`},
+		{`err="Post \"http://u:S0@h.example/mcp?token=S1\": refused"`, `err="Post \"http://****@h.example:80/mcp?token=****\": refused"`},
+		{`Post "https://actions.example.com/sk-SECRET/mcp?hmac=H1": 404`, `Post "https://actions.example.com:443/****/mcp?hmac=****": 404`},
 	}
 	for _, tt := range tests {
 		if got := RedactURLs(tt.in); got != tt.want {
