@@ -320,7 +320,7 @@ func (g *Gateway) observedCall(ctx context.Context, c call, u *upstream.Conn) (*
 			// The upstream's own error message may quote a secret too.
 			for i, content := range res.Content {
 				if text, ok := content.(mcp.TextContent); ok {
-					text.Text = u.Spec().Config.Scrub(text.Text)
+					text.Text = u.Spec().Config.ScrubResult(text.Text)
 					res.Content[i] = text
 				}
 			}

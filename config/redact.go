@@ -329,7 +329,21 @@ func redactArg(a string) string {
 // secrets of s's own URL are also masked wherever they appear on their own,
 // so that an echo in another encoding does not carry them out either.
 func (s Server) Scrub(text string) string {
-	text = ShowURLs(text, s.fullURLs)
+	return s.maskValues(ShowURLs(text, s.fullURLs))
+}
+
+// ScrubResult is Scrub for the text of a tool's error result, which the
+// upstream wrote: it masks the same secrets of s, but shows the URLs in
+// the text with only their credentials masked (ShowURL's full form). A
+// URL a fetch tool failed on is the model's business, not an upstream
+// URL; s's own URL still loses its path and query secrets, which are
+// masked wherever they appear.
+func (s Server) ScrubResult(text string) string {
+	return s.maskValues(ShowURLs(text, true))
+}
+
+// maskValues masks s's secret values in text.
+func (s Server) maskValues(text string) string {
 	var values []string
 	for _, m := range []map[string]string{s.Env, s.Headers} {
 		for k, v := range m {

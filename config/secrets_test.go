@@ -124,3 +124,15 @@ func TestScrubMasksURLPathSecrets(t *testing.T) {
 		t.Errorf("with show_full_urls, Scrub = %q, want %q (the path shown, credentials still masked)", got, want)
 	}
 }
+
+// TestScrubResultKeepsOtherURLs checks that a tool's error text keeps the
+// URLs it is about (with their credentials masked), while the server's own
+// URL secrets are masked wherever they appear.
+func TestScrubResultKeepsOtherURLs(t *testing.T) {
+	s := Server{URL: "https://actions.example.com/sk-PATHSECRET1/mcp?hmac=HMACSECRET2"}
+	got := s.ScrubResult(`fetch https://docs.example.org/guide/page?id=7&token=T0KEN99 failed; called via https://actions.example.com/sk-PATHSECRET1/mcp?hmac=HMACSECRET2`)
+	want := `fetch https://docs.example.org/guide/page?id=7&token=**** failed; called via https://actions.example.com/****/mcp?hmac=****`
+	if got != want {
+		t.Errorf("ScrubResult:\n got %q\nwant %q", got, want)
+	}
+}

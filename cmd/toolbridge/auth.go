@@ -81,10 +81,10 @@ A client_credentials server gets its token at once, without a browser.`,
 		defer cancel()
 		open := func(_ context.Context, authURL string) error {
 			if !*noBrowser && openBrowser(authURL, a.environ) == nil {
-				fmt.Fprintf(a.io.err, "Opened the browser to log in to %s. If nothing opened, visit:\n  %s\n", args[0], authURL)
+				fmt.Fprintf(a.unredactedErr(), "Opened the browser to log in to %s. If nothing opened, visit:\n  %s\n", args[0], authURL)
 				return nil
 			}
-			fmt.Fprintf(a.io.err, "To log in to %s, open this URL in a browser:\n  %s\n", args[0], authURL)
+			fmt.Fprintf(a.unredactedErr(), "To log in to %s, open this URL in a browser:\n  %s\n", args[0], authURL)
 			return nil
 		}
 		if err := c.Login(ctx, open); err != nil {

@@ -38,12 +38,15 @@ type configFlags struct {
 	keys *flag.FlagSet
 	// defaults, if not nil, replaces config.Default() under the file.
 	defaults *config.Config
+	// loaded, if not nil, is told every config load gives (the stderr
+	// writer learns show_full_urls from it).
+	loaded func(*config.Config)
 }
 
 // configFlags adds --config and the config-key flags named in keys (nil:
 // all of them) to cmd.
 func (a *app) configFlags(cmd *cobra.Command, keys []string) *configFlags {
-	f := &configFlags{cmd: cmd, keys: flag.NewFlagSet(cmd.Name(), flag.ContinueOnError)}
+	f := &configFlags{cmd: cmd, keys: flag.NewFlagSet(cmd.Name(), flag.ContinueOnError), loaded: a.configLoaded}
 	cmd.Flags().StringVarP(&f.path, "config", "c", "", "config `FILE` (YAML, JSON or TOML; a Claude Desktop config works as is); default $"+config.EnvConfigPath)
 	config.BindFlags(f.keys)
 	f.keys.VisitAll(func(gf *flag.Flag) {
@@ -105,6 +108,9 @@ func (f *configFlags) load(environ []string) (*config.Config, error) {
 			return nil, usageError{cmd: f.cmd, err: fmt.Errorf("invalid flag value:\n%w", indentErrors(ferr))}
 		}
 		return nil, fmt.Errorf("loading config:\n%w", indentErrors(err))
+	}
+	if f.loaded != nil {
+		f.loaded(cfg)
 	}
 	return cfg, nil
 }

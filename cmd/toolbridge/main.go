@@ -50,6 +50,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -58,7 +59,7 @@ import (
 )
 
 func main() {
-	stderr := redactingWriter{os.Stderr}
+	stderr := &redactingWriter{w: os.Stderr}
 	// Libraries that log on their own use slog's default logger (mcp-go's
 	// transports log a failed request with its URL): it writes to stderr
 	// through the same masking as everything else.
@@ -84,18 +85,41 @@ type app struct {
 	environ []string
 }
 
-// redactingWriter masks the credentials of every URL written through it
-// (config.RedactURLs): whatever reaches stderr, from toolbridge or from a
-// library, never shows an upstream's api_key or user:password. Writers to
-// it write whole lines, so a URL is never split across two writes.
-type redactingWriter struct{ w io.Writer }
+// redactingWriter shows every URL written through it as config.ShowURL
+// does: by default scheme://host:port with the path and query values
+// masked, so that whatever reaches stderr, from toolbridge or from a
+// library, never shows an upstream's api_key, user:password or a secret in
+// its path; with show_full_urls, with only the credentials masked. Writers
+// to it write whole lines, so a URL is never split across two writes.
+type redactingWriter struct {
+	w io.Writer
+	// full is the loaded config's show_full_urls.
+	full atomic.Bool
+}
 
-func (r redactingWriter) Write(p []byte) (int, error) {
-	masked := config.RedactURLs(string(p))
+func (r *redactingWriter) Write(p []byte) (int, error) {
+	masked := config.ShowURLs(string(p), r.full.Load())
 	if _, err := io.WriteString(r.w, masked); err != nil {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// configLoaded adapts the process's output to a config just loaded.
+func (a *app) configLoaded(cfg *config.Config) {
+	if r, ok := a.io.err.(*redactingWriter); ok {
+		r.full.Store(cfg.ShowFullURLs)
+	}
+}
+
+// unredactedErr is stderr without URL masking, for the one line that
+// must show a URL whole: the login URL the user opens. It holds no
+// secret (client_id, state and the PKCE challenge are public by design).
+func (a *app) unredactedErr() io.Writer {
+	if r, ok := a.io.err.(*redactingWriter); ok {
+		return r.w
+	}
+	return a.io.err
 }
 
 // root builds the command tree. Every call builds a fresh one, so flags

@@ -22,13 +22,16 @@ import (
 )
 
 // TestSecretsInURLsNeverLeak runs toolbridge with upstream URLs that carry
-// credentials (user:password@ and secret-looking query parameters), makes
+// credentials (user:password@, secret-looking query parameters, and, as
+// Zapier-style URLs do, a secret path segment and a parameter name no list
+// knows: ?hmac=), makes
 // the URLs show up wherever they can (a server that fails at start, one
 // that dies between two calls), and greps every output channel of the run
 // for the secrets: stderr, /readyz, the results the client sees, the spans
 // of the stdout exporter, the audit log and config check.
 func TestSecretsInURLsNeverLeak(t *testing.T) {
-	secrets := []string{"S3CRET-PASSWORD-a1", "S3CRET-APIKEY-b2", "S3CRET-SIG-c3", "S3CRET-TOKEN-d4", "S3CRET-ACCESS-e5"}
+	secrets := []string{"S3CRET-PASSWORD-a1", "S3CRET-APIKEY-b2", "S3CRET-SIG-c3", "S3CRET-TOKEN-d4", "S3CRET-ACCESS-e5",
+		"sk-PATHSECRET-f6", "S3CRET-HMAC-g7", "sk-DEADPATH-h8", "S3CRET-HMAC-i9"}
 
 	up := server.NewMCPServer("remote", "1.0.0", server.WithToolCapabilities(true))
 	up.AddTool(mcp.NewTool("echo", mcp.WithString("text")), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -41,14 +44,15 @@ func TestSecretsInURLsNeverLeak(t *testing.T) {
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
 	cfg := writeConfig(t, "toolbridge.yaml", fmt.Sprintf(`mcpServers:
   remote:
-    url: http://tbuser:%s@%s/mcp?api_key=%s&Sig=%s&region=eu
+    url: http://tbuser:%s@%s/%s/mcp?api_key=%s&Sig=%s&region=eu&hmac=%s
   dead:
-    url: http://%s/mcp?TOKEN=%s&access_token=%s
+    url: http://%s/%s/mcp?TOKEN=%s&access_token=%s&hmac=%s
 mode: "off"
 restart: {initial: 60s, max: 60s}
 telemetry: {exporter: stdout}
 audit: {file: %s}
-`, secrets[0], strings.TrimPrefix(upstream.URL, "http://"), secrets[1], secrets[2], refused, secrets[3], secrets[4], audit))
+`, secrets[0], strings.TrimPrefix(upstream.URL, "http://"), secrets[5], secrets[1], secrets[2], secrets[6],
+		refused, secrets[7], secrets[3], secrets[4], secrets[8], audit))
 
 	g := startHTTPProc(t, "--config", cfg)
 	var seen []string // what the client was shown
@@ -121,7 +125,7 @@ audit: {file: %s}
 		{"client results", strings.Join(seen, "\n"), "remote"},
 		{"stdout", g.stdout.String(), ""},
 		{"audit log", string(auditLog), "echo"},
-		{"config check", checkOut + checkErr, "region=eu"},
+		{"config check", checkOut + checkErr, "region=****"},
 	}
 	for _, ch := range channels {
 		// Each channel must carry what it is checked for, or a clean
@@ -135,8 +139,9 @@ audit: {file: %s}
 			}
 		}
 	}
-	// The failing URL is shown, masked, so the operator still sees where.
-	if !strings.Contains(g.stderr.String(), "TOKEN=****") {
-		t.Errorf("stderr does not show the refused URL masked:\n%s", g.stderr.String())
+	// The failing URL is shown, masked, so the operator still sees where:
+	// scheme://host:port, the path's secret masked, every value masked.
+	if want := "http://" + refused + "/****/mcp?TOKEN=****&access_token=****&hmac=****"; !strings.Contains(g.stderr.String(), want) {
+		t.Errorf("stderr does not show the refused URL as %s:\n%s", want, g.stderr.String())
 	}
 }
