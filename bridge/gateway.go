@@ -118,7 +118,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
-	sem, err := newSemantic(cfg.Search.Embeddings, opts.Environ, logger)
+	sem, err := newSemantic(cfg.Search.Embeddings, opts.Environ, cfg.ShowFullURLs, logger)
 	if err != nil {
 		_ = live.hooks.Close()
 		return nil, err

@@ -14,8 +14,8 @@ import (
 // newSemantic builds the semantic rerank search.embeddings configures, or
 // nil when it is off. The API key is read from the environment variable
 // api_key_env names; it goes into the client's Authorization header and
-// nowhere else.
-func newSemantic(e config.Embeddings, environ []string, logger *slog.Logger) (*semantic.Ranker, error) {
+// nowhere else. full is show_full_urls: how the endpoint's URL is shown.
+func newSemantic(e config.Embeddings, environ []string, full bool, logger *slog.Logger) (*semantic.Ranker, error) {
 	if !e.Enabled() {
 		return nil, nil
 	}
@@ -26,13 +26,14 @@ func newSemantic(e config.Embeddings, environ []string, logger *slog.Logger) (*s
 			return nil, fmt.Errorf("search.embeddings.api_key_env: environment variable %s is not set", e.APIKeyEnv)
 		}
 	}
-	c, err := semantic.NewClient(semantic.ClientOptions{URL: e.URL, Model: e.Model, APIKey: key})
+	c, err := semantic.NewClient(semantic.ClientOptions{URL: e.URL, Model: e.Model, APIKey: key,
+		ShowURL: func(u string) string { return config.ShowURL(u, full) }})
 	if err != nil {
 		return nil, fmt.Errorf("search.embeddings: %w", err)
 	}
 	return semantic.NewRanker(semantic.Options{
 		Embedder: c, Weight: e.Weight, Timeout: e.Timeout,
-		Logger: logger.With("embeddings", config.RedactURL(e.URL), "model", e.Model),
+		Logger: logger.With("embeddings", config.ShowURL(e.URL, full), "model", e.Model),
 	})
 }
 

@@ -89,6 +89,9 @@ type ClientOptions struct {
 	// HTTP is the client to use (default: one without a timeout of its
 	// own; every call's context bounds it).
 	HTTP *http.Client
+	// ShowURL, if set, is how errors show the endpoint (toolbridge passes
+	// config.ShowURL, its one rule for showing URLs); default Redact.
+	ShowURL func(string) string
 }
 
 // Client is an Embedder for an OpenAI-compatible endpoint. It is safe for
@@ -113,6 +116,9 @@ func NewClient(o ClientOptions) (*Client, error) {
 	}
 	c := &Client{endpoint: u.String() + "/embeddings", model: o.Model, key: o.APIKey, batch: o.BatchSize, http: o.HTTP}
 	c.shown = Redact(c.endpoint)
+	if o.ShowURL != nil {
+		c.shown = o.ShowURL(c.endpoint)
+	}
 	if c.batch <= 0 {
 		c.batch = DefaultBatchSize
 	}
