@@ -325,7 +325,7 @@ func (c *Client) renew(ctx context.Context, stale string) (*Record, error) {
 		if c.cfg.Grant == GrantClientCredentials {
 			return c.clientCredentials(ctx)
 		}
-		return nil, c.needsLogin("%s", r.NeedsLogin)
+		return nil, c.needsLogin("%s", r.scrub(r.NeedsLogin))
 	}
 	if r.Token.RefreshToken == "" {
 		if c.cfg.Grant == GrantClientCredentials {
@@ -338,10 +338,11 @@ func (c *Client) renew(ctx context.Context, stale string) (*Record, error) {
 		return nr, nil
 	}
 	var te *TokenError
-	if !errors.As(err, &te) {
-		// The server could not be reached: not the token's fault, so the
-		// record stays as it is and a later call tries again.
-		return nil, fmt.Errorf("refreshing the token of %s: %w", c.cfg.Server, err)
+	if !errors.As(err, &te) || te.Transient() {
+		// No answer, a timeout, a 5xx (after refresh's retries): not the
+		// token's fault, so the record stays as it is and a later call
+		// tries again. Only a definitive refusal needs a login.
+		return nil, fmt.Errorf("refreshing the token of %s (the token is kept; the next request tries again): %w", c.cfg.Server, err)
 	}
 	// Another process may have refreshed with the same refresh token a
 	// moment ago (rotation makes ours invalid): take its token.
@@ -351,7 +352,7 @@ func (c *Client) renew(ctx context.Context, stale string) (*Record, error) {
 	if c.cfg.Grant == GrantClientCredentials {
 		return c.clientCredentials(ctx)
 	}
-	r.NeedsLogin = "refreshing the token failed: " + te.Error()
+	r.NeedsLogin = r.scrub("refreshing the token failed: " + te.Error())
 	r.Updated = time.Now()
 	if serr := c.put(ctx, r); serr != nil {
 		return nil, serr
@@ -384,7 +385,9 @@ func (c *Client) Status(ctx context.Context) (Status, error) {
 	}
 	switch {
 	case r.NeedsLogin != "":
-		s.State, s.Reason = "needs login", r.NeedsLogin
+		// Scrubbed again: a record an older version stored may hold what
+		// a server echoed.
+		s.State, s.Reason = "needs login", r.scrub(r.NeedsLogin)
 	case usable(r, time.Now()):
 		s.State = "authorized"
 	case r.Token.RefreshToken != "" || r.Grant == GrantClientCredentials:

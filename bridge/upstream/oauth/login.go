@@ -371,7 +371,7 @@ func (c *Client) clientCredentials(ctx context.Context) (*Record, error) {
 	if len(scopes) > 0 {
 		form.Set("scope", strings.Join(scopes, " "))
 	}
-	tok, err := requestToken(ctx, c.hc, d.Server.TokenEndpoint, form, auth)
+	tok, err := requestTokenRetrying(ctx, c.hc, d.Server.TokenEndpoint, form, auth)
 	if err != nil {
 		return nil, fmt.Errorf("getting a token for %s with client credentials: %w", c.cfg.Server, err)
 	}
@@ -417,7 +417,7 @@ func (c *Client) refresh(ctx context.Context, r *Record) (*Record, error) {
 	if r.Resource != "" {
 		form.Set("resource", r.Resource)
 	}
-	tok, err := requestToken(ctx, c.hc, r.TokenEndpoint, form, c.recordAuth(r))
+	tok, err := requestTokenRetrying(ctx, c.hc, r.TokenEndpoint, form, c.recordAuth(r))
 	if err != nil {
 		return nil, err
 	}

@@ -50,6 +50,11 @@ type Record struct {
 	Updated    time.Time `json:"updated"`
 }
 
+// scrub masks in text (a reason to show or store) every secret r holds.
+func (r *Record) scrub(text string) string {
+	return maskSecrets(text, r.Token.AccessToken, r.Token.RefreshToken, r.ClientSecret)
+}
+
 // ErrNotFound says the store holds no record for a server.
 var ErrNotFound = errors.New("no stored authorization")
 

@@ -50,6 +50,8 @@ type Server struct {
 
 	srv  *httptest.Server
 	next http.Handler
+	// tokenHook, if set, sees token requests first: see SetTokenHook.
+	tokenHook atomic.Pointer[TokenHook]
 
 	mu       sync.Mutex
 	clients  map[string]client // by client_id
@@ -278,6 +280,9 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		oauthError(w, http.StatusBadRequest, "invalid_request", "bad form")
 		return
 	}
+	if h := s.tokenHook.Load(); h != nil && (*h)(w, r) {
+		return
+	}
 	clientID, ok := s.authenticate(r)
 	if !ok {
 		oauthError(w, http.StatusUnauthorized, "invalid_client", "client authentication failed")
@@ -396,6 +401,61 @@ func (s *Server) protect(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.next.ServeHTTP(w, r)
+}
+
+// TokenHook sees a token request, its form parsed, before the server
+// does; it returns true when it answered the request itself. Tests use it
+// to make the token endpoint fail or turn hostile.
+type TokenHook func(w http.ResponseWriter, r *http.Request) bool
+
+// SetTokenHook installs h (nil removes it); it is safe to call while the
+// server runs.
+func (s *Server) SetTokenHook(h TokenHook) {
+	if h == nil {
+		s.tokenHook.Store(nil)
+		return
+	}
+	s.tokenHook.Store(&h)
+}
+
+// EchoingRefusal answers every token request with the OAuth error code
+// and an error_description that echoes the whole request: its form, as
+// sent and decoded, and its Authorization header, as some servers do. A
+// client that prints or stores the description as it is leaks what it
+// sent: the refresh token, code, verifier, client secret or assertion.
+func EchoingRefusal(code string) TokenHook {
+	return func(w http.ResponseWriter, r *http.Request) bool {
+		desc := fmt.Sprintf("rejected request: authorization %q, form %s, decoded %v", r.Header.Get("Authorization"), r.PostForm.Encode(), map[string][]string(r.PostForm))
+		oauthError(w, http.StatusBadRequest, code, desc)
+		return true
+	}
+}
+
+// Failing answers the first n token requests with an HTTP error of
+// status and a body that is no OAuth error (what a proxy in front of a
+// restarting server sends); later requests go through. Its count says
+// how many it failed.
+func Failing(n int64, status int, count *atomic.Int64) TokenHook {
+	return func(w http.ResponseWriter, _ *http.Request) bool {
+		if count.Add(1) > n {
+			return false
+		}
+		http.Error(w, "upstream connect error or disconnect/reset before headers", status)
+		return true
+	}
+}
+
+// Stalling holds the first n token requests without an answer until the
+// client gives up (a timeout) or the server closes; later requests go
+// through. Its count says how many it held.
+func Stalling(n int64, count *atomic.Int64) TokenHook {
+	return func(_ http.ResponseWriter, r *http.Request) bool {
+		if count.Add(1) > n {
+			return false
+		}
+		<-r.Context().Done()
+		return true
+	}
 }
 
 // ExpireAccessTokens ends every access token early, leaving refresh
