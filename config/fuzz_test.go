@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -122,7 +123,14 @@ func FuzzExpand(f *testing.F) {
 	}
 	lookup := environLookup(fuzzEnviron)
 	f.Fuzz(func(t *testing.T, s string) {
-		out, err := expand(s, lookup, false)
+		out, refs, err := expandRefs(s, lookup, false)
+		for _, r := range refs {
+			// What a reference put in is in the result, for errors
+			// and scrubbing to find.
+			if v, _ := lookup(r.name); v != r.value || !strings.Contains(out, r.value) {
+				t.Fatalf("expandRefs(%q) = %q with ref %+v, not the variable's value in the result", s, out, r)
+			}
+		}
 		if !strings.Contains(s, "$") && (err != nil || out != s) {
 			t.Fatalf("expand(%q) = %q, %v; text without $ must pass through", s, out, err)
 		}
@@ -137,6 +145,45 @@ func FuzzExpand(f *testing.F) {
 		}
 		if err != nil && !errors.Is(err, errUnset) && kerr == nil {
 			t.Fatalf("keepUnset hid a syntax error in %q: %v", s, err)
+		}
+	})
+}
+
+// FuzzShowURL checks the default form of a shown URL: whatever the input,
+// it is Mask or a URL whose path segments are plain endpoint words or
+// masked and whose every query and fragment value is masked; and showing
+// it again changes nothing.
+func FuzzShowURL(f *testing.F) {
+	for _, s := range []string{
+		"https://actions.example.com/sk-SECRET/mcp", "https://h.example/mcp?hmac=SECRET&ts=1", "http://u:p@127.0.0.1:8080/v1/sse#k=v",
+		"https://h.example/mcp?SECRET", "http://[::1]/mcp", "stdio://x", "127.0.0.1:11434", "https://h.example/%zz", "", "mailto:a@b",
+		"https://h.example/a%2Fb/mcp", "https://h.example//mcp/", "https://h.example?&&=x", "HTTPS://H.EXAMPLE/MCP",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		got := ShowURL(raw, false)
+		if again := ShowURL(got, false); again != got {
+			t.Fatalf("ShowURL(%q) = %q, shown again %q", raw, got, again)
+		}
+		if got == Mask || got == "" {
+			return
+		}
+		u, err := url.Parse(got)
+		if err != nil {
+			t.Fatalf("ShowURL(%q) = %q, which does not parse: %v", raw, got, err)
+		}
+		for seg := range strings.SplitSeq(u.EscapedPath(), "/") {
+			if seg != "" && seg != Mask && !plainSegments.MatchString(seg) {
+				t.Fatalf("ShowURL(%q) = %q shows the path segment %q", raw, got, seg)
+			}
+		}
+		for _, q := range []string{u.RawQuery, u.EscapedFragment()} {
+			for part := range strings.SplitSeq(q, "&") {
+				if _, v, ok := strings.Cut(part, "="); (ok && v != Mask) || (!ok && part != "" && part != Mask) {
+					t.Fatalf("ShowURL(%q) = %q shows the value %q", raw, got, part)
+				}
+			}
 		}
 	})
 }

@@ -145,6 +145,18 @@ func ShowURL(raw string, full bool) string {
 	if full {
 		return credentialsMasked(u, strings.HasSuffix(raw, "#"))
 	}
+	out := showMasked(u, raw)
+	// An odd URL ("a://::") may not come out as one that shows the same
+	// way again: it is masked whole rather than shown in a form a reader
+	// (or the next redaction) takes for something else.
+	if again, err := url.Parse(out); out != Mask && (err != nil || showMasked(again, out) != out) {
+		return Mask
+	}
+	return out
+}
+
+// showMasked is ShowURL's default form of u, parsed from raw.
+func showMasked(u *url.URL, raw string) string {
 	if u.Opaque != "" || u.Scheme == "" {
 		// Not a URL with a host ("host:port", "a path"): nothing in it
 		// can be told apart from a secret.
