@@ -76,7 +76,7 @@ func TestScrubMasksOnlySecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct {
-		server, text string
+		server, text  string
 		secrets, keep []string
 	}{
 		{"memory", "memory::store_note failed: notebook full; echoed ghp-literal-000, referenced-value-111, other-value-222",
