@@ -24,8 +24,10 @@ type expansion struct {
 type expansions []expansion
 
 // hideValues rewrites, in place, the message of every *Error in errs about
-// a key whose value came from a variable (or about its parent or child) so
-// that it names the variable, ${NAME}, where it would show the value.
+// a key in the same entry as a key whose value came from a variable (the
+// same server, or the same top-level key: an error about a server's type
+// may quote its transport) so that it names the variable, ${NAME}, where
+// it would show the value.
 func (ex expansions) hideValues(errs []error) {
 	if len(ex) == 0 {
 		return
@@ -36,8 +38,8 @@ func (ex expansions) hideValues(errs []error) {
 			continue
 		}
 		for _, x := range ex {
-			p := x.path.String()
-			if p != e.Key && !isUnder(e.Key, p) && !isUnder(p, e.Key) {
+			p, entry := x.path.String(), x.entry()
+			if entry != e.Key && !isUnder(e.Key, entry) && !isUnder(entry, e.Key) {
 				continue
 			}
 			var names []string
@@ -109,6 +111,15 @@ func replaceFold(s, old, repl string) string {
 	}
 	b.WriteString(s[i:])
 	return b.String()
+}
+
+// entry is the path of the config entry x lies in: mcpServers.NAME for a
+// server's keys, else the top-level key.
+func (x expansion) entry() string {
+	if len(x.path) >= 2 && x.path[0].key == "mcpServers" {
+		return x.path[:2].String()
+	}
+	return x.path[:min(len(x.path), 1)].String()
 }
 
 // attach records in each server the values its entry took from the

@@ -28,6 +28,8 @@ func TestVariableValuesNeverInErrors(t *testing.T) {
 		{"long value", "mode: ${M}\n", long, "${M}"},
 		{"quoted value", "mode: ${M}\n", `QUOTE"VAL\1010`, "${M}"},
 		{"url", "mcpServers: {r: {url: \"${U}\"}}\n", "not a url URLVAL1111", "${U}"},
+		// The error is about type, and quotes the transport beside it.
+		{"sibling key", "mcpServers: {r: {url: \"http://127.0.0.1:9/mcp\", type: http, transport: \"${T}\"}}\n", "sse", "${T}"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
