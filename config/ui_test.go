@@ -21,9 +21,9 @@ func TestStatusPageKeys(t *testing.T) {
 		{"no port", "ui: {listen: \"127.0.0.1\"}\n", []string{`: ui.listen: invalid address "127.0.0.1": want a loopback host:port, such as "127.0.0.1:7777"`}},
 		{"bad port", "ui: {listen: \"127.0.0.1:web\"}\n", []string{`: ui.listen: invalid port "web" in "127.0.0.1:web": want a number from 0 to 65535`}},
 		{"unknown key", "ui: {listne: \"127.0.0.1:1\"}\n", []string{`: ui.listne: unknown key (did you mean listen?)`}},
-		{"trace ui scheme", "telemetry: {ui_url: \"javascript:alert(1)\"}\n", []string{`: telemetry.ui_url: invalid URL "javascript:alert(1)": want the trace viewer's base URL with http:// or https:// and a host, such as "http://127.0.0.1:16686" (Jaeger)`}},
-		{"trace ui credentials", "telemetry: {ui_url: \"https://u:pw@jaeger.example\"}\n", []string{`: telemetry.ui_url: invalid URL "https://****@jaeger.example": credentials in the URL would show on the status page`}},
-		{"trace ui query", "telemetry: {ui_url: \"https://jaeger.example/?x=1\"}\n", []string{`: telemetry.ui_url: invalid URL "https://jaeger.example/?x=1": want a base URL without a query or fragment (links go to URL + "/trace/ID")`}},
+		{"trace ui scheme", "telemetry: {ui_url: \"javascript:alert(1)\"}\n", []string{`: telemetry.ui_url: invalid URL "****": want the trace viewer's base URL with http:// or https:// and a host, such as "http://127.0.0.1:16686" (Jaeger)`}},
+		{"trace ui credentials", "telemetry: {ui_url: \"https://u:pw@jaeger.example\"}\n", []string{`: telemetry.ui_url: invalid URL "https://****@jaeger.example:443": credentials in the URL would show on the status page`}},
+		{"trace ui query", "telemetry: {ui_url: \"https://jaeger.example/?x=1\"}\n", []string{`: telemetry.ui_url: invalid URL "https://jaeger.example:443/?x=****": want a base URL without a query or fragment (links go to URL + "/trace/ID")`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
