@@ -736,6 +736,12 @@ func TestReadyzWithoutServers(t *testing.T) {
 func TestReadyzShowsLostServer(t *testing.T) {
 	h := startHTTPProc(t, "--config", demoConfig(t, "", ""), "--mode", "off")
 	waitForDemoChildren(t, h.cmd.Process.Pid)
+	// Both servers must have connected before math is killed: a child
+	// process exists before its initialize is answered, and under load text
+	// was still connecting (so /readyz said 503) when math's death showed.
+	if code, r := waitReadyz(t, h.base, "math", "text"); code != http.StatusOK || !r.Ready {
+		t.Fatalf("/readyz before the kill: %d %+v, want 200 with both servers connected", code, r)
+	}
 	math := findChild(t, h.cmd.Process.Pid, "demo-server math")
 	if err := testenv.KillProcessGroup(math); err != nil {
 		t.Fatal(err)
