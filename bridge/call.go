@@ -54,14 +54,32 @@ func (g *Gateway) directHandler(t *Tool) server.ToolHandlerFunc {
 // that cached an older, pass-through tool list): the call is rewritten to
 // tool_call before mcp-go looks the name up. mcp-go runs this hook with a
 // pointer to the request before dispatch; TestDirectCallOfDeferredTool
-// pins that behaviour.
+// pins that behaviour. A direct call by an alias form ("mcp__h__echo")
+// that is not an exposed name is sent to the tool resolve finds for it
+// (TestAliasFormsCannotBeCaptured).
 func (g *Gateway) routeDeferred(ctx context.Context, id any, req *mcp.CallToolRequest) {
 	cat := g.Catalog()
-	if !cat.Decision.Bridge || metaNames[req.Params.Name] {
+	if metaNames[req.Params.Name] {
 		return
 	}
 	t, ok := cat.ByExposed(req.Params.Name)
-	if !ok || !t.Deferred {
+	if !ok {
+		// An alias form ("mcp__h__echo") goes to the server it names, as
+		// resolve's rule 3 says, never to a tool of another server that
+		// happens to be called that (the catalog exposes such a tool
+		// under its qualified name).
+		if _, alias := cat.shadowedAlias(req.Params.Name); !alias {
+			return
+		}
+		if t, _ = g.resolve(cat, req.Params.Name); t == nil {
+			return
+		}
+		if !t.Deferred || !cat.Decision.Bridge {
+			req.Params.Name = t.Exposed
+			return
+		}
+	}
+	if !cat.Decision.Bridge || !t.Deferred {
 		return
 	}
 	wrapped, err := json.Marshal(map[string]any{"tool_name": t.ID, "tool_args": json.RawMessage(orEmptyObject(rawArguments(*req)))})
@@ -180,10 +198,29 @@ func rawArguments(req mcp.CallToolRequest) json.RawMessage {
 	return b
 }
 
-// resolve finds the tool a model meant: canonical id, exposed name, then
-// the index's lenient forms (case, quotes, backticks, server__tool,
-// mcp__server__tool, a unique bare name). Without a match it returns a
-// message with did-you-mean ids.
+// resolve finds the tool a model meant by name. It is the one place a
+// name becomes a tool, for tool_call, tool_describe and direct calls of
+// alias forms (routeDeferred). The rules, in order; the first that
+// matches decides, and no upstream can make an earlier rule miss:
+//
+//  1. the canonical id "server::tool", exactly as written (after Clean
+//     strips quotes, backticks and "()");
+//  2. the exposed name, the one the client sees in tools/list. The
+//     catalog never exposes a name that rule 3 would give another server
+//     (see buildCatalog), so a client's own list cannot be hijacked;
+//  3. an alias form, "mcp__server__tool" or "server__tool" (any case), whose
+//     server part names a known server (configured or connected): that
+//     server's tool, and nothing else. A tool of another server that is
+//     literally named "mcp__h__echo" is never reached this way; it is
+//     flagged shadows-alias and answers to its own id and exposed name;
+//  4. the index's lenient forms: the canonical id in any case, a bare tool
+//     name that only one server has, any case.
+//
+// Renames (#27) slot in between rules 3 and 4: a configured name must beat
+// the lenient forms, but never an id or an alias form of another server.
+//
+// Without a match it returns why: a removed tool's reason, a server that is
+// down, an ambiguous bare name, or did-you-mean ids.
 func (g *Gateway) resolve(cat *Catalog, name string) (*Tool, string) {
 	clean := toolid.Clean(name)
 	if t, ok := cat.ByID(clean); ok {
@@ -196,6 +233,9 @@ func (g *Gateway) resolve(cat *Catalog, name string) (*Tool, string) {
 		// No tool has such a name; ranking it against every name would
 		// only cost time.
 		return nil, fmt.Sprintf("Unknown tool %q (%d bytes; tool ids are at most %d). Find tools with tool_search {\"query\": \"<what you want to do>\"}.", clip(name, maxEcho), len(name), maxNameBytes)
+	}
+	if a, ok := cat.shadowedAlias(clean); ok {
+		return g.resolveAlias(cat, name, a)
 	}
 	id, candidates := g.index.Resolve(clean)
 	if t, ok := cat.ByID(id); ok && id != "" {
@@ -214,6 +254,61 @@ func (g *Gateway) resolve(cat *Catalog, name string) (*Tool, string) {
 		return nil, fmt.Sprintf("Unknown tool %q. Did you mean: %s? Or search with tool_search.", clip(name, maxEcho), strings.Join(candidates, ", "))
 	}
 	return nil, fmt.Sprintf("Unknown tool %q. Find tools with tool_search {\"query\": \"<what you want to do>\"}.", clip(name, maxEcho))
+}
+
+// resolveAlias is rule 3 of resolve: name is an alias form, first read as
+// a's server and tool; every reading whose server is known is tried, and
+// only those servers' tools can answer.
+func (g *Gateway) resolveAlias(cat *Catalog, name string, first toolid.Alias) (*Tool, string) {
+	clean := toolid.Clean(name)
+	for _, a := range toolid.SplitAlias(clean) {
+		server, ok := cat.knownServer(a.Server)
+		if !ok {
+			continue
+		}
+		id := toolid.Join(server, a.Tool)
+		if t, ok := cat.ByID(id); ok {
+			return t, ""
+		}
+		if t := cat.byIDFold(id); t != nil {
+			return t, ""
+		}
+		if r, ok := cat.findRemoved(id); ok {
+			return g.recheck(r)
+		}
+	}
+	id := toolid.Join(first.Server, first.Tool)
+	if why := g.unreachableServer(id); why != "" {
+		return nil, why
+	}
+	var tools []string
+	for _, t := range cat.Tools {
+		if t.Server == first.Server {
+			tools = append(tools, t.ID)
+		}
+	}
+	msg := fmt.Sprintf("Unknown tool %q: it names server %q, which has no tool %q.", clip(name, maxEcho), first.Server, clip(first.Tool, maxEcho))
+	if len(tools) > 0 && len(tools) <= 20 {
+		msg += " Its tools: " + strings.Join(tools, ", ") + "."
+	} else if len(tools) > 20 {
+		msg += fmt.Sprintf(" Find its %d tools with tool_search.", len(tools))
+	}
+	return nil, msg
+}
+
+// byIDFold finds the tool whose id equals id in any case, when only one
+// does.
+func (c *Catalog) byIDFold(id string) *Tool {
+	var found *Tool
+	for _, t := range c.Tools {
+		if strings.EqualFold(t.ID, id) {
+			if found != nil {
+				return nil
+			}
+			found = t
+		}
+	}
+	return found
 }
 
 // maxNameBytes is the longest tool id a name can resolve to: a server name

@@ -1,11 +1,14 @@
 package bridge
 
 import (
+	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/toolbridge/toolbridge/bridge/trust"
 	"github.com/toolbridge/toolbridge/bridge/upstream"
 	"github.com/toolbridge/toolbridge/classify"
 	"github.com/toolbridge/toolbridge/config/toolid"
@@ -88,6 +91,10 @@ type Catalog struct {
 
 	byID      map[string]*Tool
 	byExposed map[string]*Tool
+	// servers maps every known server name (configured or connected), in
+	// lower case, to its name: the alias rule of resolve reads
+	// "server__tool" against it.
+	servers map[string]string
 }
 
 // ServerResource is a resource and the server it came from.
@@ -117,8 +124,18 @@ func (c *Catalog) ByExposed(name string) (*Tool, bool) {
 // buildCatalog assembles a catalog from the connected upstreams (sorted by
 // name). reserved are names the gateway itself uses (the meta-tools): an
 // upstream tool of that name is exposed qualified, as on a collision.
-func buildCatalog(ups []*upstream.Conn, reserved map[string]bool) *Catalog {
-	c := &Catalog{byID: map[string]*Tool{}, byExposed: map[string]*Tool{}}
+// known are the server names the alias rule answers for (the configured
+// ones; connected ones are added): a tool whose name is an alias form of
+// one of them ("mcp__h__echo" offered by server evil) shadows that alias,
+// so it is exposed qualified and flagged (see shadowFlag and resolve).
+func buildCatalog(ups []*upstream.Conn, reserved map[string]bool, known []string) *Catalog {
+	c := &Catalog{byID: map[string]*Tool{}, byExposed: map[string]*Tool{}, servers: map[string]string{}}
+	for _, name := range known {
+		c.servers[strings.ToLower(name)] = name
+	}
+	for _, u := range ups {
+		c.servers[strings.ToLower(u.Name())] = u.Name()
+	}
 	toolCount := map[string]int{}
 	promptCount := map[string]int{}
 	type snap struct {
@@ -148,8 +165,12 @@ func buildCatalog(ups []*upstream.Conn, reserved map[string]bool) *Catalog {
 			if _, dup := c.byID[id]; dup {
 				continue // a server that lists a name twice: the first wins
 			}
-			collides := toolCount[t.Name] > 1 || reserved[t.Name]
+			shadow, shadows := c.shadowedAlias(t.Name)
+			collides := toolCount[t.Name] > 1 || reserved[t.Name] || shadows
 			tool := &Tool{ID: id, Server: name, Name: t.Name, Exposed: exposedName(name, t.Name, collides), Tool: t}
+			if shadows {
+				tool.Trust.Flags = []trust.Flag{shadowFlag(tool, shadow)}
+			}
 			c.Tools = append(c.Tools, tool)
 			c.byID[id] = tool
 		}
@@ -178,4 +199,36 @@ func buildCatalog(ups []*upstream.Conn, reserved map[string]bool) *Catalog {
 		c.byExposed[t.Exposed] = t
 	}
 	return c
+}
+
+// knownServer returns the name of the known server called name in any
+// case.
+func (c *Catalog) knownServer(name string) (string, bool) {
+	s, ok := c.servers[strings.ToLower(name)]
+	return s, ok
+}
+
+// shadowedAlias reports whether a tool called name would shadow an alias
+// form: name reads as "server__tool" or "mcp__server__tool" (any case) for
+// a known server. Such a name belongs to that server under the alias rule
+// whoever offers it, the server itself included.
+func (c *Catalog) shadowedAlias(name string) (toolid.Alias, bool) {
+	for _, a := range toolid.SplitAlias(name) {
+		if server, ok := c.knownServer(a.Server); ok {
+			a.Server = server
+			return a, true
+		}
+	}
+	return toolid.Alias{}, false
+}
+
+// shadowFlag is the flag of a tool whose name is an alias form of the tool
+// a.Tool of server a.Server.
+func shadowFlag(t *Tool, a toolid.Alias) trust.Flag {
+	return trust.Flag{
+		Rule:  trust.RuleShadowsAlias,
+		Where: trust.FieldName,
+		Why: fmt.Sprintf("is named like an alias of %s; calls by that name go to server %q, never to this tool, which answers only to %s or %s",
+			toolid.Join(a.Server, a.Tool), a.Server, t.ID, t.Exposed),
+	}
 }

@@ -190,7 +190,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	}, g.relay)
 	g.life, g.endLife = context.WithCancel(context.Background())
 	// The placeholder until Connect publishes the first real catalog.
-	empty := buildCatalog(nil, metaNames)
+	empty := buildCatalog(nil, metaNames, nil)
 	g.classifyWith(empty, live, live.counter)
 	g.catalog.Store(empty)
 	return g, nil
@@ -287,7 +287,7 @@ func (g *Gateway) rebuild() (told bool) {
 	g.rebuildMu.Lock()
 	defer g.rebuildMu.Unlock()
 	live := g.settings()
-	cat := buildCatalog(g.pool.Connected(), metaNames)
+	cat := buildCatalog(g.pool.Connected(), metaNames, g.knownServers())
 	g.screen(cat, live)
 	// Classifying (token counts) and indexing read the same tools and
 	// write different fields: side by side, start-up waits for the longer
@@ -356,6 +356,20 @@ func (g *Gateway) rebuild() (told bool) {
 		told = true
 	}
 	return told
+}
+
+// knownServers are the names of the servers the alias rule answers for:
+// every configured server and every one the pool knows, connected or not,
+// so that a server that is down keeps its aliases.
+func (g *Gateway) knownServers() []string {
+	var out []string
+	for name := range g.settings().cfg.Servers {
+		out = append(out, name)
+	}
+	for _, s := range g.pool.Statuses() {
+		out = append(out, s.Name)
+	}
+	return out
 }
 
 // fingerprint is a digest of the JSON of what clients would see of a

@@ -29,7 +29,7 @@ func TestPrepareIndexesBeforeTheCatalogHasTheServer(t *testing.T) {
 		}
 		g.rebuildMu.Lock()
 		defer g.rebuildMu.Unlock()
-		want, _ := docPrint(buildCatalog([]*upstream.Conn{u}, metaNames).Tools, nil)
+		want, _ := docPrint(buildCatalog([]*upstream.Conn{u}, metaNames, nil).Tools, nil)
 		if got, ok := g.serverDocs["alpha"]; !ok || got != want {
 			t.Errorf("after prepare the index holds fingerprint %x (%v), want %x", got, ok, want)
 		}

@@ -144,7 +144,8 @@ func (g *Gateway) screen(cat *Catalog, live *settings) {
 		}
 		for i, v := range review.Verdicts {
 			t := tools[i]
-			t.Trust = ToolTrust{State: v.State, Flags: v.Flags}
+			// The catalog's own flags (a name that shadows an alias) stay.
+			t.Trust = ToolTrust{State: v.State, Flags: slices.Concat(v.Flags, t.Trust.Flags)}
 			if v.FirstUse {
 				changes = append(changes, trace.TrustChange{Server: server, Tool: t.Name, Kind: trace.TrustPinned, Reason: "pinned on first use as " + v.Hash})
 			}

@@ -225,7 +225,7 @@ func startupSummary(cat *Catalog, servers int) string {
 // counted under its bare name here: only that name's text is counted
 // again. tool_search ignores hits the catalog does not have yet.
 func (g *Gateway) prepare(u *upstream.Conn) {
-	cat := buildCatalog([]*upstream.Conn{u}, metaNames)
+	cat := buildCatalog([]*upstream.Conn{u}, metaNames, g.knownServers())
 	listed := make([]mcp.Tool, len(cat.Tools))
 	for i, t := range cat.Tools {
 		listed[i] = t.Listed()

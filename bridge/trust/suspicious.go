@@ -53,6 +53,16 @@ const (
 	// RuleLong: a description longer than LongDescription characters;
 	// instructions are often buried in bulk.
 	RuleLong = "long-description"
+	// RuleMixedScript: a word that mixes letters of several scripts, such as
+	// Latin with Cyrillic look-alikes ("Іgnоrе" with a Cyrillic І and о),
+	// which reads as one thing to a person and slips past every rule
+	// written for the other (UTS #39's mixed-script detection).
+	RuleMixedScript = "mixed-script"
+	// RuleShadowsAlias: the tool's name is an alias form ("mcp__h__echo",
+	// "h__echo") of another tool's id. The gateway sets it, not Check: it
+	// depends on the other servers. Calls by that name go to the aliased
+	// server; the flagged tool answers only to its own id.
+	RuleShadowsAlias = "shadows-alias"
 )
 
 // LongDescription is the length, in characters, above which a description

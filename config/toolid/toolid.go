@@ -46,3 +46,48 @@ func Clean(s string) string {
 		}
 	}
 }
+
+// AliasPrefix starts the "mcp__server__tool" alias, the form Claude Code
+// gives an MCP server's tools.
+const AliasPrefix = "mcp__"
+
+// aliasSeparator joins server and tool in the "server__tool" alias.
+const aliasSeparator = "__"
+
+// Alias is one reading of an alias form: the server and tool it names.
+type Alias struct{ Server, Tool string }
+
+// SplitAlias returns every (server, tool) that s can be read as, when s is
+// an alias form "mcp__server__tool" or "server__tool", in the order a
+// resolver should try them: without the "mcp__" prefix first (a server
+// named "mcp" is rare, Claude Code's prefix is not), and within each the
+// leftmost "__" first. Server and tool names may contain "__" themselves,
+// hence every split. Neither part is ever empty. Case is kept: matching
+// server names in any case is the caller's choice.
+func SplitAlias(s string) []Alias {
+	var out []Alias
+	tries := []string{s}
+	if len(s) > len(AliasPrefix) && strings.EqualFold(s[:len(AliasPrefix)], AliasPrefix) {
+		tries = []string{s[len(AliasPrefix):], s}
+	}
+	for _, t := range tries {
+		for i := 0; ; {
+			j := strings.Index(t[i:], aliasSeparator)
+			if j < 0 {
+				break
+			}
+			i += j
+			if i > 0 && i+len(aliasSeparator) < len(t) {
+				out = append(out, Alias{Server: t[:i], Tool: t[i+len(aliasSeparator):]})
+			}
+			i++
+		}
+	}
+	return out
+}
+
+// Aliases returns the alias forms of the tool's canonical id:
+// "server__tool" and "mcp__server__tool".
+func Aliases(server, tool string) []string {
+	return []string{server + aliasSeparator + tool, AliasPrefix + server + aliasSeparator + tool}
+}
