@@ -90,6 +90,9 @@ func Check(d Definition) []Flag {
 	add := func(where, text string, long bool) {
 		flags = append(flags, checkText(where, text, long)...)
 	}
+	// The name is what a person approves a call by: zero-width, bidi and
+	// mixed-script characters there make one tool pass for another.
+	add(FieldName, d.Name, false)
 	add(FieldTitle, d.Title, false)
 	add(FieldDescription, d.Description, true)
 	add("annotations.title", d.Annotations.Title, false)
@@ -166,6 +169,21 @@ func checkText(where, s string, long bool) []Flag {
 	}
 	if why := invisible(s); why != "" {
 		out = append(out, Flag{RuleInvisible, where, why})
+	}
+	if !ascii {
+		if word, scripts := mixedScript(s); word != "" {
+			out = append(out, Flag{RuleMixedScript, where, fmt.Sprintf("has the word %s, which mixes %s letters: look-alike letters of another script (homoglyphs) read as one word to a person and slip past rules written for the other", quote(word), strings.Join(scripts, " and "))})
+		}
+		if hidden := tagText(s); hidden != "" {
+			// Tag characters spell ASCII the model may read but a person
+			// never sees: the rules run on that text too.
+			for _, f := range checkText(where, hidden, false) {
+				if !slices.ContainsFunc(out, func(o Flag) bool { return o.Rule == f.Rule }) {
+					f.Why = "in text hidden in Unicode tag characters, " + f.Why
+					out = append(out, f)
+				}
+			}
+		}
 	}
 	if n := utf8.RuneCountInString(s); long && n > LongDescription {
 		out = append(out, Flag{RuleLong, where, fmt.Sprintf("is %d characters long (over %d), room to bury instructions", n, LongDescription)})
@@ -261,3 +279,134 @@ func quote(s string) string {
 	}
 	return strconv.Quote(s)
 }
+
+// StripInvisible removes from s the characters invisible names and
+// descriptions hide text with (see isInvisible): what the model gets
+// should be what a person reviewing the tool can see.
+func StripInvisible(s string) string {
+	if isASCII(s) || strings.IndexFunc(s, isInvisible) < 0 {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if isInvisible(r) {
+			return -1
+		}
+		return r
+	}, s)
+}
+
+// HasInvisible reports whether s holds a character StripInvisible removes.
+func HasInvisible(s string) bool {
+	return !isASCII(s) && strings.IndexFunc(s, isInvisible) >= 0
+}
+
+// tagText returns the ASCII that Unicode tag characters (U+E0020 to
+// U+E007E) in s spell, or "".
+func tagText(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r >= 0xE0020 && r <= 0xE007E {
+			b.WriteRune(r - 0xE0000)
+		}
+	}
+	return b.String()
+}
+
+// mixedScript returns the first word of s whose letters belong to more
+// than one script, with those scripts (sorted), or "" when there is none.
+// A word is a run of letters, marks and digits. Common and Inherited
+// characters (digits, punctuation, combining marks) belong to every
+// script. As UTS #39's "highly restrictive" level allows, Latin mixed
+// with the scripts of Chinese, Japanese or Korean writing is not mixing.
+func mixedScript(s string) (string, []string) {
+	start := -1
+	var scripts []string
+	end := func(i int) (string, []string) {
+		word := s[start:i]
+		start = -1
+		if len(scripts) > 1 && !allowedMix(scripts) {
+			slices.Sort(scripts)
+			return word, scripts
+		}
+		scripts = scripts[:0]
+		return "", nil
+	}
+	for i, r := range s {
+		if !unicode.IsLetter(r) && !unicode.IsMark(r) && !unicode.IsDigit(r) {
+			if start >= 0 {
+				if w, sc := end(i); w != "" {
+					return w, sc
+				}
+			}
+			continue
+		}
+		if start < 0 {
+			start = i
+		}
+		if sc := scriptOf(r); sc != "" && !slices.Contains(scripts, sc) {
+			scripts = append(scripts, sc)
+		}
+	}
+	if start >= 0 {
+		return end(len(s))
+	}
+	return "", nil
+}
+
+// allowedMix reports the script sets UTS #39's highly restrictive level
+// accepts in one identifier: Latin with Han and Hiragana/Katakana
+// (Japanese), with Han and Bopomofo (Chinese), or with Han and Hangul
+// (Korean).
+func allowedMix(scripts []string) bool {
+	for _, set := range [][]string{
+		{"Latin", "Han", "Hiragana", "Katakana"},
+		{"Latin", "Han", "Bopomofo"},
+		{"Latin", "Han", "Hangul"},
+	} {
+		if !slices.ContainsFunc(scripts, func(s string) bool { return !slices.Contains(set, s) }) {
+			return true
+		}
+	}
+	return false
+}
+
+// commonScripts are tried first: the scripts look-alike letters come from,
+// and those of most text. unicode.Scripts answers the rest.
+var commonScripts = []string{"Latin", "Cyrillic", "Greek", "Armenian", "Cherokee", "Han", "Hiragana", "Katakana", "Hangul", "Arabic", "Hebrew", "Devanagari"}
+
+// scriptOf is r's script name from the standard library's Unicode tables
+// (golang.org/x/text adds no script lookup of its own), or "" for Common
+// and Inherited characters, which go with any script.
+func scriptOf(r rune) string {
+	if r < utf8.RuneSelf {
+		if 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' {
+			return "Latin"
+		}
+		return ""
+	}
+	if unicode.Is(unicode.Common, r) || unicode.Is(unicode.Inherited, r) {
+		return ""
+	}
+	for _, name := range commonScripts {
+		if unicode.Is(unicode.Scripts[name], r) {
+			return name
+		}
+	}
+	for _, name := range scriptNames {
+		if unicode.Is(unicode.Scripts[name], r) {
+			return name
+		}
+	}
+	return "Unknown"
+}
+
+// scriptNames are unicode.Scripts' keys, sorted, so a lookup is
+// deterministic.
+var scriptNames = func() []string {
+	names := make([]string, 0, len(unicode.Scripts))
+	for name := range unicode.Scripts {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}()
