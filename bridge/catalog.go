@@ -42,10 +42,17 @@ type Tool struct {
 }
 
 // Listed returns the tool as clients see it in tools/list: the upstream's
-// definition under its exposed name.
+// definition under its exposed name, less invisible characters.
 func (t *Tool) Listed() mcp.Tool {
 	listed := t.Tool
 	listed.Name = t.Exposed
+	// What the model reads carries no invisible characters (see
+	// trust.StripInvisible); a definition without any is kept as is.
+	listed.Title = trust.StripInvisible(listed.Title)
+	listed.Description = trust.StripInvisible(listed.Description)
+	listed.Annotations.Title = trust.StripInvisible(listed.Annotations.Title)
+	listed.RawInputSchema = visibleSchema(listed.RawInputSchema)
+	listed.RawOutputSchema = visibleSchema(listed.RawOutputSchema)
 	return listed
 }
 

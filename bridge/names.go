@@ -1,9 +1,13 @@
 package bridge
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"strings"
+
+	"github.com/toolbridge/toolbridge/bridge/trust"
 )
 
 // maxExposedName is the longest tool name Claude (and most clients) accept.
@@ -73,4 +77,50 @@ func exposedName(server, tool string, collides bool) string {
 		}
 		return '_'
 	}, tool), qualified)
+}
+
+// visibleSchema returns raw with invisible characters (trust.StripInvisible)
+// removed from every string and key, so a schema cannot whisper to the
+// model what a person reviewing it cannot see. A schema without any is
+// returned as is, byte for byte; one that changes is re-encoded.
+func visibleSchema(raw json.RawMessage) json.RawMessage {
+	// JSON holds the characters themselves or \u escapes of them.
+	if len(raw) == 0 || !trust.HasInvisible(string(raw)) && !bytes.Contains(raw, []byte(`\u`)) {
+		return raw
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return raw
+	}
+	changed := false
+	v = stripValue(v, &changed)
+	if !changed {
+		return raw
+	}
+	return compactJSON(v)
+}
+
+// stripValue strips invisible characters from the strings and keys of v.
+func stripValue(v any, changed *bool) any {
+	switch x := v.(type) {
+	case string:
+		s := trust.StripInvisible(x)
+		*changed = *changed || s != x
+		return s
+	case []any:
+		for i := range x {
+			x[i] = stripValue(x[i], changed)
+		}
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			sk := trust.StripInvisible(k)
+			*changed = *changed || sk != k
+			out[sk] = stripValue(e, changed)
+		}
+		return out
+	}
+	return v
 }

@@ -95,7 +95,8 @@ func (g *Gateway) endDrain() {
 
 // HTTPHandler returns the streamable HTTP transport at /mcp plus the health
 // endpoints: GET /healthz (the process is up) and GET /readyz (which
-// upstreams are connected, as JSON; 503 while none is).
+// upstreams are connected, and how many tools trust holds, as JSON; 503
+// while none is connected).
 func (g *Gateway) HTTPHandler() http.Handler {
 	h, _ := g.httpHandler()
 	return h
@@ -130,7 +131,13 @@ func (g *Gateway) httpHandler() (http.Handler, func(context.Context)) {
 		if !ready {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
-		_ = json.NewEncoder(w).Encode(map[string]any{"ready": ready, "servers": statuses})
+		body := map[string]any{"ready": ready, "servers": statuses}
+		if held := g.Catalog().Held(); held != nil {
+			// Quarantined tools are missing from every list and search:
+			// say so where an operator looks, with the command to review.
+			body["held"] = held
+		}
+		_ = json.NewEncoder(w).Encode(body)
 	})
 	return guardHTTP(serve, mux), mcpHandler.CloseSessions
 }

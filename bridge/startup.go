@@ -195,7 +195,8 @@ func (g *Gateway) endStartup(report bool) {
 }
 
 // startupSummary is the one line that says what start-up gave: how many
-// servers are up, the tools, and whether toolbridge bridges and why.
+// servers are up, the tools, whether toolbridge bridges and why, and how
+// many tools trust holds (they are in no list, so the line says so).
 func startupSummary(cat *Catalog, servers int) string {
 	mode := "off"
 	if cat.Decision.Bridge {

@@ -88,7 +88,9 @@ var (
 func Check(d Definition) []Flag {
 	var flags []Flag
 	add := func(where, text string, long bool) {
-		flags = append(flags, checkText(where, text, long)...)
+		// A schema key may hold the very characters a flag reports: the
+		// place is shown with them spelled out, never hidden in it.
+		flags = append(flags, checkText(spellInvisible(where), text, long)...)
 	}
 	// The name is what a person approves a call by: zero-width, bidi and
 	// mixed-script characters there make one tool pass for another.
@@ -293,6 +295,22 @@ func StripInvisible(s string) string {
 		}
 		return r
 	}, s)
+}
+
+// spellInvisible writes each invisible character of s as <U+XXXX>.
+func spellInvisible(s string) string {
+	if !HasInvisible(s) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if isInvisible(r) {
+			fmt.Fprintf(&b, "<U+%04X>", r)
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // HasInvisible reports whether s holds a character StripInvisible removes.
