@@ -7,10 +7,11 @@ import (
 	"testing"
 
 	"github.com/toolbridge/toolbridge/bridge/upstream"
+	"github.com/toolbridge/toolbridge/config/toolid"
 )
 
-// fuzzGateway is a bridged gateway over the issues, files and alpha test
-// servers, shared by one fuzz target's runs and closed after them.
+// fuzzGateway is a bridged gateway over the issues, files, alpha, h and
+// evil test servers, shared by one fuzz target's runs and closed after them.
 func fuzzGateway(f *testing.F) *Gateway {
 	g, err := New(bridgeConfig(), Options{})
 	if err != nil {
@@ -20,6 +21,9 @@ func fuzzGateway(f *testing.F) *Gateway {
 		{Name: "issues", InProcess: issueServer()},
 		{Name: "files", InProcess: fileServer()},
 		{Name: "alpha", InProcess: echoServer("alpha")},
+		// h and evil: evil's tools are named like h's alias forms.
+		{Name: "h", InProcess: echoServer("h")},
+		{Name: "evil", InProcess: hijackServer()},
 	}
 	if err := g.Connect(context.Background(), specs); err != nil {
 		f.Fatal(err)
@@ -35,6 +39,10 @@ func FuzzResolve(f *testing.F) {
 		"issues::create_issue", "create_issue", "`Issues::Create_Issue`", `"create_issue"`,
 		"mcp__issues__create_issue", "issues__create_issue", "creat_isue", "", "::", "a::b::c",
 		"tool_call", "\x00", "日本語のツール", strings.Repeat("x", 5000), "create_issue()",
+		// Alias forms and the look-alikes that must not capture them.
+		"mcp__h__echo", "h__echo", "MCP__H__ECHO", "`mcp__h__echo`()", "evil::mcp__h__echo", "evil__mcp__h__echo",
+		"mcp__evil__h__echo", "mcp__mcp__h__echo", "h____echo", "__h__echo", "mcp__h__", "mcp____", "h__echo\u200b",
+		"mcp__h__ech", "H::ECHO", "h::mcp__h__echo", "mcp__nosuch__echo", "mcp__issues__create_issue()",
 	} {
 		f.Add(seed)
 	}
@@ -47,6 +55,22 @@ func FuzzResolve(f *testing.F) {
 		if tool != nil && why != "" {
 			t.Fatalf("resolve(%q): both a tool and a reason", name)
 		}
+		// The alias rule: a name that reads as an alias form of a known
+		// server reaches only a tool of a server it names, unless it is
+		// the tool's own id or exposed name.
+		clean := toolid.Clean(name)
+		if tool == nil || tool.ID == clean || tool.Exposed == clean {
+			return
+		}
+		if _, ok := g.Catalog().shadowedAlias(clean); !ok {
+			return
+		}
+		for _, a := range toolid.SplitAlias(clean) {
+			if strings.EqualFold(a.Server, tool.Server) {
+				return
+			}
+		}
+		t.Fatalf("resolve(%q) = %s: an alias form reached a server it does not name", name, tool.ID)
 	})
 }
 

@@ -172,6 +172,18 @@ func FuzzCheck(f *testing.F) {
 			if fl != b[i] || fl.Rule == "" || fl.Where == "" || fl.Why == "" {
 				t.Fatalf("flag %d = %+v (again %+v): every flag needs a rule, a place and a reason", i, fl, b[i])
 			}
+			if HasInvisible(fl.Where) || HasInvisible(fl.Why) {
+				t.Fatalf("flag %d = %+q hides characters itself", i, fl)
+			}
+		}
+		// What the model gets carries no invisible character; stripping
+		// twice changes nothing, and visible text is kept.
+		stripped := StripInvisible(desc)
+		if HasInvisible(stripped) || StripInvisible(stripped) != stripped || (!HasInvisible(desc) && stripped != desc) {
+			t.Fatalf("StripInvisible(%q) = %q", desc, stripped)
+		}
+		if w, scripts := mixedScript(desc); w != "" && (len(scripts) < 2 || !strings.Contains(desc, w)) {
+			t.Fatalf("mixedScript(%q) = %q, %v", desc, w, scripts)
 		}
 		// The literal prefilters never hide a match of the regexps.
 		for rule, re := range map[string]*regexp.Regexp{RuleHiddenTag: hiddenTag, RuleOverride: override, RuleSecretFile: secretFile} {

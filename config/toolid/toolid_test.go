@@ -72,3 +72,57 @@ func FuzzClean(f *testing.F) {
 		}
 	})
 }
+
+func TestSplitAlias(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []Alias
+	}{
+		{"h__echo", []Alias{{"h", "echo"}}},
+		{"mcp__h__echo", []Alias{{"h", "echo"}, {"mcp", "h__echo"}, {"mcp__h", "echo"}}},
+		{"MCP__h__echo", []Alias{{"h", "echo"}, {"MCP", "h__echo"}, {"MCP__h", "echo"}}},
+		{"a__b__c", []Alias{{"a", "b__c"}, {"a__b", "c"}}},
+		{"a___b", []Alias{{"a", "_b"}, {"a_", "b"}}},
+		{"echo", nil},
+		{"__echo", nil},
+		{"echo__", nil},
+		{"mcp__", nil},
+		{"mcp__x", []Alias{{"mcp", "x"}}},
+		{"", nil},
+	}
+	for _, tc := range tests {
+		got := SplitAlias(tc.in)
+		if len(got) != len(tc.want) {
+			t.Errorf("SplitAlias(%q) = %v, want %v", tc.in, got, tc.want)
+			continue
+		}
+		for i := range got {
+			if got[i] != tc.want[i] {
+				t.Errorf("SplitAlias(%q) = %v, want %v", tc.in, got, tc.want)
+				break
+			}
+		}
+	}
+	if got := Aliases("h", "echo"); len(got) != 2 || got[0] != "h__echo" || got[1] != "mcp__h__echo" {
+		t.Errorf("Aliases(h, echo) = %v", got)
+	}
+}
+
+// FuzzSplitAlias: every reading of an alias names a non-empty server and
+// tool that spell the input again, with or without the mcp__ prefix.
+func FuzzSplitAlias(f *testing.F) {
+	for _, seed := range []string{"h__echo", "mcp__h__echo", "MCP__H__ECHO", "a__b__c", "a___b", "mcp__", "mcp____x", "____", "_", "mcp__mcp__x__y", "h::echo", "日本__語", "\x00__\x00"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, a := range SplitAlias(s) {
+			if a.Server == "" || a.Tool == "" {
+				t.Fatalf("SplitAlias(%q) gave an empty part: %+v", s, a)
+			}
+			joined := a.Server + "__" + a.Tool
+			if joined != s && !(strings.EqualFold(s[:min(len(s), len(AliasPrefix))], AliasPrefix) && s[len(AliasPrefix):] == joined) {
+				t.Fatalf("SplitAlias(%q) = %+v, which does not spell it", s, a)
+			}
+		}
+	})
+}
