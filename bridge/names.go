@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"strings"
+	"unicode/utf16"
 
 	"github.com/toolbridge/toolbridge/bridge/trust"
 )
@@ -84,8 +85,10 @@ func exposedName(server, tool string, collides bool) string {
 // model what a person reviewing it cannot see. A schema without any is
 // returned as is, byte for byte; one that changes is re-encoded.
 func visibleSchema(raw json.RawMessage) json.RawMessage {
-	// JSON holds the characters themselves or \u escapes of them.
-	if len(raw) == 0 || !trust.HasInvisible(string(raw)) && !bytes.Contains(raw, []byte(`\u`)) {
+	// JSON holds the characters themselves or \u escapes of them. Most
+	// schemas have neither (Go's encoder escapes < and > as \u003c, so the
+	// escapes are decoded, not just looked for): they cost one scan.
+	if len(raw) == 0 || !trust.HasInvisible(string(raw)) && !hasInvisibleEscape(raw) {
 		return raw
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -123,4 +126,51 @@ func stripValue(v any, changed *bool) any {
 		return out
 	}
 	return v
+}
+
+// hasInvisibleEscape reports whether raw, JSON text, holds a \u escape (or
+// a surrogate pair of them) of an invisible character. An escaped
+// backslash before the u may give a false yes, never a false no: the caller
+// then decodes and finds nothing to strip.
+func hasInvisibleEscape(raw []byte) bool {
+	for i := 0; ; {
+		j := bytes.Index(raw[i:], []byte(`\u`))
+		if j < 0 {
+			return false
+		}
+		i += j + 2
+		r, ok := hex4(raw[i:])
+		if !ok {
+			continue
+		}
+		if utf16.IsSurrogate(r) && len(raw) >= i+10 && raw[i+4] == '\\' && raw[i+5] == 'u' {
+			if lo, ok := hex4(raw[i+6:]); ok {
+				r = utf16.DecodeRune(r, lo)
+			}
+		}
+		if trust.HasInvisible(string(r)) {
+			return true
+		}
+	}
+}
+
+// hex4 reads four hex digits.
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case '0' <= c && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case 'a' <= c && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case 'A' <= c && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
 }

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -92,6 +93,24 @@ func TestAliasOfDownServerIsNotCaptured(t *testing.T) {
 		}
 		if text == "evil" {
 			t.Errorf("tool_call %q reached evil's tool", alias)
+		}
+	}
+}
+
+func TestVisibleSchema(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`{"type":"object"}`, `{"type":"object"}`},
+		{`{"description":"a \u003cb\u003e"}`, `{"description":"a \u003cb\u003e"}`}, // kept byte for byte
+		{`{"description":"a\u200bb"}`, `{"description":"ab"}`},
+		{`{"description":"a` + "\u200b" + `b"}`, `{"description":"ab"}`},
+		{`{"d":"x\udb40\udc73y"}`, `{"d":"xy"}`}, // a tag character as a surrogate pair
+		{`{"k\u202e":1,"e":["\u2066z"]}`, `{"e":["z"],"k":1}`},
+		{`{"d":"\\u200b"}`, `{"d":"\\u200b"}`}, // an escaped backslash: text, not the character
+		{`{"d":"\u200`, `{"d":"\u200`},         // broken JSON is left as it is
+		{``, ``},
+	} {
+		if got := string(visibleSchema(json.RawMessage(tc.in))); got != tc.want {
+			t.Errorf("visibleSchema(%s) = %s, want %s", tc.in, got, tc.want)
 		}
 	}
 }
