@@ -277,6 +277,17 @@ func (g *Gateway) resolveAlias(cat *Catalog, name string, first toolid.Alias) (*
 			return g.recheck(r)
 		}
 	}
+	// A named server's own tool of that very name, in another case
+	// ("H__SEARCH" for h's tool h__search when h has no search).
+	for _, a := range toolid.SplitAlias(clean) {
+		if server, ok := cat.knownServer(a.Server); ok {
+			for _, t := range cat.Tools {
+				if t.Server == server && strings.EqualFold(t.Name, clean) {
+					return t, ""
+				}
+			}
+		}
+	}
 	id := toolid.Join(first.Server, first.Tool)
 	if why := g.unreachableServer(id); why != "" {
 		return nil, why

@@ -153,11 +153,13 @@ func buildCatalog(ups []*upstream.Conn, reserved map[string]bool, known []string
 		templates []mcp.ResourceTemplate
 	}
 	snaps := make([]snap, 0, len(ups))
+	ids := map[string]bool{} // every tool's id in lower case, for shadowsAlias
 	for _, u := range ups {
 		tools, prompts, resources, templates := u.Snapshot()
 		snaps = append(snaps, snap{u, tools, prompts, resources, templates})
 		for _, t := range tools {
 			toolCount[t.Name]++
+			ids[strings.ToLower(toolid.Join(u.Name(), t.Name))] = true
 		}
 		for _, p := range prompts {
 			promptCount[p.Name]++
@@ -172,7 +174,7 @@ func buildCatalog(ups []*upstream.Conn, reserved map[string]bool, known []string
 			if _, dup := c.byID[id]; dup {
 				continue // a server that lists a name twice: the first wins
 			}
-			shadow, shadows := c.shadowedAlias(t.Name)
+			shadow, shadows := c.shadowsAlias(name, t.Name, ids)
 			collides := toolCount[t.Name] > 1 || reserved[t.Name] || shadows
 			tool := &Tool{ID: id, Server: name, Name: t.Name, Exposed: exposedName(name, t.Name, collides), Tool: t}
 			if shadows {
@@ -215,14 +217,34 @@ func (c *Catalog) knownServer(name string) (string, bool) {
 	return s, ok
 }
 
-// shadowedAlias reports whether a tool called name would shadow an alias
-// form: name reads as "server__tool" or "mcp__server__tool" (any case) for
-// a known server. Such a name belongs to that server under the alias rule
-// whoever offers it, the server itself included.
+// shadowedAlias reports whether name reads as an alias form,
+// "server__tool" or "mcp__server__tool" (any case), of a known server, and
+// gives the first such reading. Such a name belongs to that server under
+// resolve's alias rule, whoever offers a tool of that name.
 func (c *Catalog) shadowedAlias(name string) (toolid.Alias, bool) {
 	for _, a := range toolid.SplitAlias(name) {
 		if server, ok := c.knownServer(a.Server); ok {
 			a.Server = server
+			return a, true
+		}
+	}
+	return toolid.Alias{}, false
+}
+
+// shadowsAlias reports the alias that a tool of server named name would
+// take from another tool: a reading of name as an alias form whose server
+// part is another known server, or this server when the tool the alias
+// names exists too ("h__echo" and "echo" both on h). A server's own tool
+// named "h__search" when h has no "search" takes nothing from anyone and
+// keeps its bare name. ids holds every tool's id in lower case.
+func (c *Catalog) shadowsAlias(server, name string, ids map[string]bool) (toolid.Alias, bool) {
+	for _, a := range toolid.SplitAlias(name) {
+		known, ok := c.knownServer(a.Server)
+		if !ok {
+			continue
+		}
+		if known != server || ids[strings.ToLower(toolid.Join(known, a.Tool))] {
+			a.Server = known
 			return a, true
 		}
 	}

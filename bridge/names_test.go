@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -112,5 +113,37 @@ func TestVisibleSchema(t *testing.T) {
 		if got := string(visibleSchema(json.RawMessage(tc.in))); got != tc.want {
 			t.Errorf("visibleSchema(%s) = %s, want %s", tc.in, got, tc.want)
 		}
+	}
+}
+
+// ownPrefixServer is server h with a tool named like its own alias,
+// h__search, while h has no tool search; and h__echo beside echo.
+func ownPrefixServer() *server.MCPServer {
+	s := echoServer("h")
+	for _, name := range []string{"h__search", "h__echo"} {
+		s.AddTool(mcp.NewTool(name, mcp.WithString("text")), okText("h's "+name))
+	}
+	return s
+}
+
+// TestOwnPrefixedToolKeepsItsName: a server's tool named "h__search" takes
+// no alias from anyone when h has no search: it keeps its bare name, and
+// answers to it in any case. "h__echo" beside h's echo is flagged, and the
+// alias goes to echo.
+func TestOwnPrefixedToolKeepsItsName(t *testing.T) {
+	g, c := startGateway(t, testConfig(), map[string]*server.MCPServer{"h": ownPrefixServer()})
+	names := toolNames(t, c)
+	if !slices.Contains(names, "h__search") || slices.Contains(names, "h__echo") {
+		t.Errorf("tools/list = %v; want h__search bare and h__echo qualified", names)
+	}
+	for name, want := range map[string]string{"h__search": "h::h__search", "H__SEARCH": "h::h__search", "mcp__h__h__search": "h::h__search", "h__echo": "h::echo", "h::h__echo": "h::h__echo"} {
+		if tool, why := g.resolve(g.Catalog(), name); tool == nil || tool.ID != want {
+			t.Errorf("resolve(%q) = %v %q, want %s", name, tool, why, want)
+		}
+	}
+	search, _ := g.Catalog().ByID("h::h__search")
+	echo, _ := g.Catalog().ByID("h::h__echo")
+	if len(search.Trust.Flags) != 0 || len(echo.Trust.Flags) != 1 || echo.Trust.Flags[0].Rule != trust.RuleShadowsAlias {
+		t.Errorf("flags: h__search %v, h__echo %v; want none and shadows-alias", search.Trust.Flags, echo.Trust.Flags)
 	}
 }
