@@ -153,17 +153,30 @@ func buildCatalog(ups []*upstream.Conn, reserved map[string]bool, known []string
 		templates []mcp.ResourceTemplate
 	}
 	snaps := make([]snap, 0, len(ups))
-	ids := map[string]bool{} // every tool's id in lower case, for shadowsAlias
 	for _, u := range ups {
 		tools, prompts, resources, templates := u.Snapshot()
 		snaps = append(snaps, snap{u, tools, prompts, resources, templates})
 		for _, t := range tools {
 			toolCount[t.Name]++
-			ids[strings.ToLower(toolid.Join(u.Name(), t.Name))] = true
 		}
 		for _, p := range prompts {
 			promptCount[p.Name]++
 		}
+	}
+	// hasTool answers shadowsAlias from every server's tools, in any case.
+	// It is needed only for a tool named like its own server's alias, which
+	// is rare: the set is made the first time.
+	var ids map[string]bool
+	hasTool := func(id string) bool {
+		if ids == nil {
+			ids = map[string]bool{}
+			for _, s := range snaps {
+				for _, t := range s.tools {
+					ids[strings.ToLower(toolid.Join(s.u.Name(), t.Name))] = true
+				}
+			}
+		}
+		return ids[strings.ToLower(id)]
 	}
 	seenURI := map[string]bool{}
 	for _, s := range snaps {
@@ -174,7 +187,7 @@ func buildCatalog(ups []*upstream.Conn, reserved map[string]bool, known []string
 			if _, dup := c.byID[id]; dup {
 				continue // a server that lists a name twice: the first wins
 			}
-			shadow, shadows := c.shadowsAlias(name, t.Name, ids)
+			shadow, shadows := c.shadowsAlias(name, t.Name, hasTool)
 			collides := toolCount[t.Name] > 1 || reserved[t.Name] || shadows
 			tool := &Tool{ID: id, Server: name, Name: t.Name, Exposed: exposedName(name, t.Name, collides), Tool: t}
 			if shadows {
@@ -236,14 +249,15 @@ func (c *Catalog) shadowedAlias(name string) (toolid.Alias, bool) {
 // part is another known server, or this server when the tool the alias
 // names exists too ("h__echo" and "echo" both on h). A server's own tool
 // named "h__search" when h has no "search" takes nothing from anyone and
-// keeps its bare name. ids holds every tool's id in lower case.
-func (c *Catalog) shadowsAlias(server, name string, ids map[string]bool) (toolid.Alias, bool) {
+// keeps its bare name. hasTool reports whether a tool of that id, in any
+// case, exists.
+func (c *Catalog) shadowsAlias(server, name string, hasTool func(id string) bool) (toolid.Alias, bool) {
 	for _, a := range toolid.SplitAlias(name) {
 		known, ok := c.knownServer(a.Server)
 		if !ok {
 			continue
 		}
-		if known != server || ids[strings.ToLower(toolid.Join(known, a.Tool))] {
+		if known != server || hasTool(toolid.Join(known, a.Tool)) {
 			a.Server = known
 			return a, true
 		}
