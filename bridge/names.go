@@ -88,7 +88,7 @@ func visibleSchema(raw json.RawMessage) json.RawMessage {
 	// JSON holds the characters themselves or \u escapes of them. Most
 	// schemas have neither (Go's encoder escapes < and > as \u003c, so the
 	// escapes are decoded, not just looked for): they cost one scan.
-	if len(raw) == 0 || !trust.HasInvisible(string(raw)) && !hasInvisibleEscape(raw) {
+	if len(raw) == 0 || bytes.IndexFunc(raw, trust.IsInvisible) < 0 && !hasInvisibleEscape(raw) {
 		return raw
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -148,7 +148,7 @@ func hasInvisibleEscape(raw []byte) bool {
 				r = utf16.DecodeRune(r, lo)
 			}
 		}
-		if trust.HasInvisible(string(r)) {
+		if trust.IsInvisible(r) {
 			return true
 		}
 	}

@@ -313,6 +313,9 @@ func spellInvisible(s string) string {
 	return b.String()
 }
 
+// IsInvisible reports whether StripInvisible removes r.
+func IsInvisible(r rune) bool { return isInvisible(r) }
+
 // HasInvisible reports whether s holds a character StripInvisible removes.
 func HasInvisible(s string) bool {
 	return !isASCII(s) && strings.IndexFunc(s, isInvisible) >= 0
