@@ -99,7 +99,7 @@ func TestHostileNamesAndDescriptions(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	if line := g.stderr.WaitFor(ctx, func(s string) bool { return strings.Contains(s, "held in quarantine (github)") }); !strings.Contains(line, "review with: toolbridge trust list") {
+	if line := g.stderr.WaitFor(ctx, func(s string) bool { return strings.Contains(s, "servers up") }); !strings.Contains(line, " held (toolbridge trust list)") {
 		t.Errorf("stderr lacks the held count on the start-up line:\n%s", line)
 	}
 	g.close(t)
