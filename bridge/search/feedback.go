@@ -148,7 +148,8 @@ func (ix *Index) addTerm(e *termEntry, wq float64, sc *scratch) {
 	k1 := ix.opts.K1
 	post := e.post
 	for _, c := range e.chunks {
-		base, meta := c.seg.base, c.seg.meta
+		base := c.seg.base
+		meta := ix.meta[base:]
 		run := post[:c.n]
 		post = post[c.n:]
 		for _, p := range run {

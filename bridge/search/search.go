@@ -192,7 +192,8 @@ func (ix *Index) accumulate(groups []queryGroup, sc *scratch) {
 			wq := a.w * min(idf(a.term), maxIDF)
 			post := e.post
 			for _, c := range e.chunks {
-				base, meta := c.seg.base, c.seg.meta
+				base := c.seg.base
+				meta := ix.meta[base:]
 				run := post[:c.n]
 				post = post[c.n:]
 				for _, p := range run {
