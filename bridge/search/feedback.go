@@ -81,8 +81,10 @@ type fbTerm struct {
 // with second the runner-up's score (sc.leaders). A word's weight is its
 // saturated frequency in the leader times its idf, relative to the best
 // word's, so the best word counts FeedbackWeight x a query word. Caller
-// holds mu (read).
-func (ix *Index) feedback(groups []queryGroup, sc *scratch, lead int, first, second float64) {
+// holds mu (read). After a pruned first pass (pr not nil) it admits the
+// documents the words could lift into the top first, and adds to the
+// first pass's documents only.
+func (ix *Index) feedback(groups []queryGroup, sc *scratch, lead int, first, second float64, pr *pruned) {
 	alpha := ix.opts.FeedbackWeight
 	if alpha <= 0 || lead < 0 || second >= feedbackLead*first {
 		return
@@ -124,8 +126,16 @@ func (ix *Index) feedback(groups []queryGroup, sc *scratch, lead int, first, sec
 		}
 		top[i] = c
 	}
-	for _, c := range top[:nTop] {
-		ix.addTerm(c.e, alpha*c.w/top[0].w*termIDF(n, c.e.df), sc)
+	var terms [feedbackTerms]*termEntry
+	var wqs [feedbackTerms]float64
+	for i, c := range top[:nTop] {
+		terms[i], wqs[i] = c.e, alpha*c.w/top[0].w*termIDF(n, c.e.df)
+	}
+	if pr != nil {
+		ix.admitFeedback(groups, sc, pr, terms[:nTop], wqs[:nTop])
+	}
+	for i := range nTop {
+		ix.addTerm(terms[i], wqs[i], sc, pr != nil)
 	}
 }
 
@@ -143,8 +153,9 @@ func isQueryTerm(groups []queryGroup, t string) bool {
 }
 
 // addTerm adds wq x the saturated BM25F frequency of e's term to the
-// score of every document that has it. Caller holds mu (read).
-func (ix *Index) addTerm(e *termEntry, wq float64, sc *scratch) {
+// score of every document that has it, or with only, of every document
+// sc.slot marks (a pruned first pass's). Caller holds mu (read).
+func (ix *Index) addTerm(e *termEntry, wq float64, sc *scratch, only bool) {
 	k1 := ix.opts.K1
 	post := e.post
 	for _, c := range e.chunks {
@@ -163,7 +174,11 @@ func (ix *Index) addTerm(e *termEntry, wq float64, sc *scratch) {
 				continue // only in a switched-off field
 			}
 			g := base + int(p.doc)
-			if sc.acc[g] == 0 {
+			if only {
+				if sc.slot[g] == 0 {
+					continue
+				}
+			} else if sc.acc[g] == 0 {
 				sc.touch(g)
 			}
 			sc.acc[g] += wq * tfn / (k1 + tfn)

@@ -19,6 +19,8 @@ type Index struct {
 
 	// scratch pools per-search score accumulators.
 	scratch sync.Pool
+	// prune chooses the first pass (prune.go); tests force either kind.
+	prune pruneMode
 
 	mu    sync.RWMutex
 	segs  map[string]*segment // by server name
@@ -55,12 +57,23 @@ type termEntry struct {
 	chunks []chunk
 	// pendPost and pendChunks count what reserve is about to add.
 	pendPost, pendChunks int32
+	// maxTF[f] is the highest frequency of the term in field f over its
+	// postings, and minLen[f] the shortest length bucket of field f among
+	// the documents that have it there: with the norms, they bound what
+	// one posting can score (termBound), for pruning (prune.go). Removing
+	// a server leaves them as they were, a looser but still safe bound.
+	maxTF, minLen [numFields]uint8
+	// unordered says chunks are not in server order, which is the order
+	// of the index-wide document numbers, so lookup cannot bisect them.
+	unordered bool
 }
 
-// chunk is one segment's run of postings in a termEntry.
+// chunk is one segment's run of postings in a termEntry, post[start:start+n].
+// The counts are 32-bit so that a chunk stays 16 bytes: at 100,000 tools
+// the index holds about two million of them.
 type chunk struct {
-	seg *segment
-	n   int
+	seg      *segment
+	n, start int32
 }
 
 // nameRef locates one tool for name resolution.
@@ -236,9 +249,13 @@ func (ix *Index) link(seg *segment, ents []*termEntry) {
 			e = &termEntry{}
 			ix.terms[t] = e
 		}
+		e.addBounds(p, seg.meta)
+		if k := len(e.chunks); k > 0 && e.chunks[k-1].seg.server > seg.server {
+			e.unordered = true
+		}
 		e.df += len(p)
+		e.chunks = append(e.chunks, chunk{seg: seg, n: int32(len(p)), start: int32(len(e.post))})
 		e.post = append(e.post, p...)
-		e.chunks = append(e.chunks, chunk{seg: seg, n: len(p)})
 	}
 	// The term entries now hold the postings; the segment's copy would
 	// only double the index's memory.
@@ -293,12 +310,15 @@ func (e *termEntry) unlink(seg *segment) {
 	off := 0
 	for i, c := range e.chunks {
 		if c.seg != seg {
-			off += c.n
+			off += int(c.n)
 			continue
 		}
-		e.df -= c.n
-		e.post = slices.Delete(e.post, off, off+c.n)
+		e.df -= int(c.n)
+		e.post = slices.Delete(e.post, off, off+int(c.n))
 		e.chunks = slices.Delete(e.chunks, i, i+1)
+		for j := i; j < len(e.chunks); j++ {
+			e.chunks[j].start -= c.n
+		}
 		return
 	}
 }

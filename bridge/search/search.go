@@ -95,7 +95,21 @@ func (ix *Index) Search(query string, limit int) Result {
 	groups, clauses := ix.parseRequest(query)
 	sc.clauses = clauses
 	sc.cterms = clauseTerms(groups, clauses)
-	ix.accumulate(groups, sc)
+	exact := ix.exactRefs(query)
+	// A split request needs every tool's score per clause, and a one-word
+	// query may rank by fuzzy name, which reads any tool's score: both
+	// score exhaustively.
+	var pr *pruned
+	if clauses == 0 && !isOneWord(query) && ix.shouldPrune(groups) {
+		must := make([]int, len(exact))
+		for i, ref := range exact {
+			must[i] = ref.seg.base + int(ref.doc)
+		}
+		pr = ix.accumulateTop(groups, sc, max(limit, 2), must)
+	}
+	if pr == nil {
+		ix.accumulate(groups, sc)
+	}
 	lead := ix.fuseClauses(sc)
 
 	top, best, second := sc.leaders()
@@ -103,9 +117,9 @@ func (ix *Index) Search(query string, limit int) Result {
 	// the request's own words matched: the leader gains most from its own
 	// words, and a cutoff on its new score dropped the runners-up (BFCL
 	// Recall@5 fell 0.5 points, MetaTool 3.1).
-	ix.feedback(groups, sc, top, best, second)
+	ix.feedback(groups, sc, top, best, second, pr)
 	bonus := make(map[int]*scored)
-	for _, ref := range ix.exactRefs(query) {
+	for _, ref := range exact {
 		g := ref.seg.base + int(ref.doc)
 		bonus[g] = &scored{g: g, base: sc.acc[g], score: sc.acc[g] + ix.opts.ExactBonus, exact: true}
 	}

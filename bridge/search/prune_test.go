@@ -1,0 +1,216 @@
+package search
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// searchWith runs Search with the first pass forced to mode. Callers do
+// not search ix concurrently.
+func searchWith(ix *Index, mode pruneMode, q string, limit int) Result {
+	old := ix.prune
+	ix.prune = mode
+	defer func() { ix.prune = old }()
+	return ix.Search(q, limit)
+}
+
+// diffResults describes how two results differ, "" when they are equal
+// to the bit (scores included).
+func diffResults(want, got Result) string {
+	if reflect.DeepEqual(want, got) {
+		return ""
+	}
+	var b strings.Builder
+	n := max(len(want.Hits), len(got.Hits))
+	for i := range n {
+		var w, g Hit
+		if i < len(want.Hits) {
+			w = want.Hits[i]
+		}
+		if i < len(got.Hits) {
+			g = got.Hits[i]
+		}
+		mark := " "
+		if w != g {
+			mark = "!"
+		}
+		fmt.Fprintf(&b, "%s %d: exhaustive %s %.17g | pruned %s %.17g\n", mark, i, w.ID, w.Score, g.ID, g.Score)
+	}
+	if !reflect.DeepEqual(want.DidYouMean, got.DidYouMean) || want.Partial != got.Partial {
+		fmt.Fprintf(&b, "did-you-mean %q vs %q, partial %v vs %v\n", want.DidYouMean, got.DidYouMean, want.Partial, got.Partial)
+	}
+	return b.String()
+}
+
+// randomCatalog makes a catalog from a small vocabulary with a skewed
+// word distribution, so that common words have long postings, rare words
+// short ones, and many tools tie.
+func randomCatalog(rng *rand.Rand, vocab []string, servers, tools int) []ServerDocs {
+	word := func() string {
+		// Squaring a uniform draw favours the first words of vocab.
+		f := rng.Float64()
+		return vocab[int(f*f*float64(len(vocab)))]
+	}
+	words := func(n int) string {
+		ws := make([]string, n)
+		for i := range ws {
+			ws[i] = word()
+		}
+		return strings.Join(ws, " ")
+	}
+	var out []ServerDocs
+	for s := range servers {
+		sd := ServerDocs{Server: fmt.Sprintf("srv%d%s", s, vocab[rng.IntN(len(vocab))])}
+		seen := map[string]bool{}
+		for range tools {
+			name := strings.ReplaceAll(words(1+rng.IntN(3)), " ", "_")
+			if seen[name] {
+				continue
+			}
+			seen[name] = true
+			d := Document{Name: name, Description: words(rng.IntN(30))}
+			if rng.IntN(3) == 0 {
+				d.Title = words(1 + rng.IntN(3))
+			}
+			for range rng.IntN(4) {
+				d.Params = append(d.Params, Param{Name: word(), Description: words(rng.IntN(8))})
+			}
+			sd.Docs = append(sd.Docs, d)
+		}
+		out = append(out, sd)
+	}
+	return out
+}
+
+// TestPrunedSearchMatchesExhaustive is the property that makes pruning
+// safe: on random catalogs and requests, the pruned first pass returns
+// the same hits, scores to the bit, as scoring every posting, for every
+// limit. It also checks that pruning happened, so the property is not
+// met by always falling back.
+func TestPrunedSearchMatchesExhaustive(t *testing.T) {
+	vocab := strings.Fields(`file read write list get create delete issue pull request
+		repo branch commit message channel slack post send email user search query
+		database table row weather city forecast flight book hotel price stock
+		image resize upload download memory note calendar event time zone map route
+		translate text language summary report chart metric alert log trace span`)
+	rng := rand.New(rand.NewPCG(25, 2026))
+	prunedRuns := 0
+	for trial := range 12 {
+		cat := randomCatalog(rng, vocab, 5+rng.IntN(40), 10+rng.IntN(60))
+		ix := New(Options{})
+		ix.UpsertAll(cat)
+		if trial%3 == 0 {
+			// Replace and remove servers, so bounds outlive the postings
+			// they were made from.
+			ix.Upsert(cat[0].Server, randomCatalog(rng, vocab, 1, 20)[0].Docs)
+			ix.Remove(cat[len(cat)-1].Server)
+		}
+		for q := range 80 {
+			var query string
+			switch q % 8 {
+			case 0:
+				// A tool's exact name in a sentence, and alone.
+				s := cat[rng.IntN(len(cat))]
+				if len(s.Docs) > 0 {
+					query = "use " + s.Docs[rng.IntN(len(s.Docs))].Name + " " + vocab[rng.IntN(len(vocab))]
+				}
+			case 1:
+				query = vocab[rng.IntN(len(vocab))] + ", then " + vocab[rng.IntN(len(vocab))] + " " + vocab[rng.IntN(len(vocab))]
+			default:
+				ws := make([]string, 2+rng.IntN(8))
+				for i := range ws {
+					ws[i] = vocab[rng.IntN(len(vocab))]
+				}
+				query = strings.Join(ws, " ")
+			}
+			for _, limit := range []int{1, 3, 10, 20} {
+				want := searchWith(ix, pruneNever, query, limit)
+				got := searchWith(ix, pruneAlways, query, limit)
+				if d := diffResults(want, got); d != "" {
+					t.Fatalf("trial %d, Search(%q, %d) differs:\n%s", trial, query, limit, d)
+				}
+			}
+			if wasPruned(ix, query, 10) {
+				prunedRuns++
+			}
+		}
+	}
+	if prunedRuns < 100 {
+		t.Fatalf("only %d requests were pruned: the property was barely tested", prunedRuns)
+	}
+}
+
+// wasPruned reports whether Search(query, limit) prunes with pruneAlways
+// and then scores fewer documents than the exhaustive pass.
+func wasPruned(ix *Index, query string, limit int) bool {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	groups, clauses := ix.parseRequest(query)
+	if clauses != 0 || len(groups) < 2 {
+		return false
+	}
+	sc := ix.getScratch(ix.nDocs)
+	ix.accumulate(groups, sc)
+	all := len(sc.touched)
+	ix.putScratch(sc)
+	sc = ix.getScratch(ix.nDocs)
+	defer ix.putScratch(sc)
+	pr := ix.accumulateTop(groups, sc, limit, nil)
+	return pr != nil && len(sc.touched) < all
+}
+
+// TestPrunedRankingOnBenchmarks checks the ranking on the four retrieval
+// sets: every query's top 20 with pruning forced on is the exhaustive
+// one, scores to the bit.
+func TestPrunedRankingOnBenchmarks(t *testing.T) {
+	for _, ds := range datasets {
+		t.Run(ds.name, func(t *testing.T) {
+			ix, qs := loadDataset(t, ds, Options{})
+			pruned := 0
+			// Every query of the smaller sets; every fifth of MetaTool's
+			// 21,000 keeps the test under ten seconds.
+			for i := 0; i < len(qs); i += max(1, len(qs)/4000) {
+				q := qs[i]
+				want := searchWith(ix, pruneNever, q.Query, 20)
+				got := searchWith(ix, pruneAlways, q.Query, 20)
+				if d := diffResults(want, got); d != "" {
+					t.Fatalf("Search(%q) differs:\n%s", q.Query, d)
+				}
+				if wasPruned(ix, q.Query, 20) {
+					pruned++
+				}
+			}
+			t.Logf("%d queries pruned", pruned)
+		})
+	}
+}
+
+// TestPrunedRankingAtScale compares pruned and exhaustive search over
+// 20,000 synthetic tools, where the common words' postings are long and
+// pruning skips most of them, on the benchmark's query mix.
+func TestPrunedRankingAtScale(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a 20,000-tool index")
+	}
+	ix := New(Options{})
+	ix.UpsertAll(synthCatalog(t, 20000))
+	pruned := 0
+	qs := benchQueries(t)
+	for _, q := range qs {
+		want := searchWith(ix, pruneNever, q, 10)
+		got := searchWith(ix, pruneAuto, q, 10)
+		if d := diffResults(want, got); d != "" {
+			t.Fatalf("Search(%q) differs:\n%s", q, d)
+		}
+		if wasPruned(ix, q, 10) {
+			pruned++
+		}
+	}
+	t.Logf("%d of %d queries pruned", pruned, len(qs))
+	if pruned == 0 {
+		t.Fatal("no query was pruned")
+	}
+}
