@@ -178,11 +178,15 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		server.WithCompletions(),
 		server.WithPromptCompletionProvider(completer{g}),
 		server.WithResourceCompletionProvider(completer{g}),
-		server.WithElicitation(),
+		// No WithElicitation, EnableSampling or WithRoots: those are
+		// client capabilities in the spec, and a server that lists them
+		// tells clients something false. The gateway still asks its
+		// clients for elicitation, sampling and roots; mcp-go does not
+		// check the server's own capabilities for that, only the
+		// client's.
 		server.WithRecovery(),
 		server.WithInstructions("toolbridge: one MCP server in front of many."),
 	)
-	g.srv.EnableSampling()
 	g.relay = upstream.NewRelay(g.srv, g.upstreamChanged)
 	g.pool = upstream.NewPool(cfg, upstream.PoolOptions{
 		Environ: opts.Environ, Progress: opts.Progress, Version: Version, OnReconnect: func() { g.rebuild() }, OnJoin: g.joined,
