@@ -200,7 +200,7 @@ func (u *Conn) newTransport() (transport.Interface, error) {
 		u.child = c
 		// mcp-go's own stdio transport would run the process itself; over
 		// plain pipes the gateway keeps the process and the read bound.
-		return transport.NewIO(c.limitedStdout(), c.transportStdin(), nil), nil
+		return stdioTransport{transport.NewIO(c.limitedStdout(), c.transportStdin(), nil)}, nil
 	case config.TransportSSE:
 		return transport.NewSSE(cfg.URL, transport.WithHeaders(cfg.Headers), transport.WithHTTPClient(u.httpClient()),
 			transport.WithSSELogger(u.logger))
@@ -208,8 +208,12 @@ func (u *Conn) newTransport() (transport.Interface, error) {
 		// Continuous listening opens the standalone GET stream, where servers
 		// send requests and notifications not tied to one POST (mcp-go sends
 		// sampling requests there).
-		return transport.NewStreamableHTTP(cfg.URL, transport.WithHTTPHeaders(cfg.Headers), transport.WithContinuousListening(),
+		tr, err := transport.NewStreamableHTTP(cfg.URL, transport.WithHTTPHeaders(cfg.Headers), transport.WithContinuousListening(),
 			transport.WithHTTPBasicClient(u.httpClient()), transport.WithHTTPLogger(u.logger))
+		if err != nil {
+			return nil, err
+		}
+		return httpTransport{tr}, nil
 	}
 	return nil, fmt.Errorf("unknown transport %q", cfg.UpstreamTransport())
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
 
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 )
@@ -178,28 +180,119 @@ var errNoClient = errors.New("toolbridge: no client request in progress on this 
 // peer answers an upstream's requests to its client by asking the client
 // whose call is in flight. It satisfies both the client-side handler
 // interfaces (stdio, HTTP upstreams) and the in-process ones.
+//
+// A client that did not declare the capability a request needs is never
+// asked: the upstream gets an unsupportedError at once, which the
+// transports answer with -32601 (see refuseUnsupported). Forwarding it
+// would leave the upstream waiting on a client that cannot answer, or
+// hand the client a request the spec says it need not understand.
 type peer struct{ u *Conn }
 
 func (p peer) CreateMessage(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-	callCtx, ok := p.u.relay.latest(p.u)
-	if !ok {
-		return nil, errNoClient
+	callCtx, err := p.client(mcp.MethodSamplingCreateMessage)
+	if err != nil {
+		return nil, err
 	}
 	return p.u.relay.srv.RequestSampling(callCtx, req)
 }
 
 func (p peer) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
-	callCtx, ok := p.u.relay.latest(p.u)
-	if !ok {
-		return nil, errNoClient
+	callCtx, err := p.client(mcp.MethodElicitationCreate)
+	if err != nil {
+		return nil, err
 	}
 	return p.u.relay.srv.RequestElicitation(callCtx, req)
 }
 
 func (p peer) ListRoots(ctx context.Context, req mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+	callCtx, err := p.client(mcp.MethodListRoots)
+	if err != nil {
+		return nil, err
+	}
+	return p.u.relay.srv.RequestRoots(callCtx, req)
+}
+
+// client returns the context of the call in flight on the upstream whose
+// client is to be asked method, or why it cannot be asked.
+func (p peer) client(method mcp.MCPMethod) (context.Context, error) {
 	callCtx, ok := p.u.relay.latest(p.u)
 	if !ok {
 		return nil, errNoClient
 	}
-	return p.u.relay.srv.RequestRoots(callCtx, req)
+	if !declares(callCtx, method) {
+		return nil, &unsupportedError{method: string(method), capability: capabilityOf(method)}
+	}
+	return callCtx, nil
+}
+
+// capabilityOf is the client capability a server-to-client request needs.
+func capabilityOf(method mcp.MCPMethod) string {
+	switch method {
+	case mcp.MethodSamplingCreateMessage:
+		return "sampling"
+	case mcp.MethodElicitationCreate:
+		return "elicitation"
+	case mcp.MethodListRoots:
+		return "roots"
+	}
+	return string(method)
+}
+
+// declares reports whether the client of the call whose context is ctx
+// declared the capability method needs, in its initialize.
+func declares(ctx context.Context, method mcp.MCPMethod) bool {
+	s, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo)
+	if !ok {
+		return false
+	}
+	caps := s.GetClientCapabilities()
+	switch method {
+	case mcp.MethodSamplingCreateMessage:
+		return caps.Sampling != nil
+	case mcp.MethodElicitationCreate:
+		return caps.Elicitation != nil
+	case mcp.MethodListRoots:
+		return caps.Roots != nil
+	}
+	return false
+}
+
+// unsupportedError is the answer to an upstream's request that the client
+// it would go to did not declare the capability for.
+type unsupportedError struct{ method, capability string }
+
+func (e *unsupportedError) Error() string {
+	return fmt.Sprintf("%s is not available: the client of this call did not declare the %s capability", e.method, e.capability)
+}
+
+// refuseUnsupported answers an unsupportedError with JSON-RPC -32601
+// (method not found: "does not exist / is not available"), what the
+// client itself would answer had the upstream asked it directly. The MCP
+// spec's own sampling error, -1, means the user rejected the request,
+// which is not what happened; mcp-go's transports would otherwise send
+// every handler error as -32603, an internal error.
+func refuseUnsupported(h transport.RequestHandler) transport.RequestHandler {
+	return func(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+		resp, err := h(ctx, req)
+		if unsupported, ok := errors.AsType[*unsupportedError](err); ok {
+			return transport.NewJSONRPCErrorResponse(req.ID, mcp.METHOD_NOT_FOUND, unsupported.Error(), nil), nil
+		}
+		return resp, err
+	}
+}
+
+// stdioTransport and httpTransport are mcp-go's transports with
+// refuseUnsupported around the request handler the client sets. Embedding
+// the concrete types keeps every other method (and so every interface
+// mcp-go's client looks for) as it is.
+type stdioTransport struct{ *transport.Stdio }
+
+func (t stdioTransport) SetRequestHandler(h transport.RequestHandler) {
+	t.Stdio.SetRequestHandler(refuseUnsupported(h))
+}
+
+type httpTransport struct{ *transport.StreamableHTTP }
+
+func (t httpTransport) SetRequestHandler(h transport.RequestHandler) {
+	t.StreamableHTTP.SetRequestHandler(refuseUnsupported(h))
 }

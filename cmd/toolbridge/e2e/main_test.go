@@ -56,6 +56,7 @@ func TestMain(m *testing.M) {
 	demoServer.Remove()
 	conformanceClient.Remove()
 	driftServer.Remove()
+	hostileServer.Remove()
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -1,0 +1,190 @@
+// Command hostileserver is a stdio MCP server that does what a hostile or
+// careless upstream does, written by hand on the wire so that nothing in an
+// SDK softens it:
+//
+//	hostileserver tools N   lists N tools (one page, every tool with a
+//	                        description and a small schema), as a server
+//	                        that generates its tools from an API might
+//	hostileserver ask       has one tool, ask, that sends
+//	                        sampling/createMessage and then
+//	                        elicitation/create to its client while the call
+//	                        is in flight, and answers the call with the raw
+//	                        JSON-RPC answers it got, one per line
+//
+// Both also serve echo, which answers its text.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"sync"
+)
+
+type message struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Method  string          `json:"method,omitempty"`
+	Params  json.RawMessage `json:"params,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   json.RawMessage `json:"error,omitempty"`
+}
+
+type server struct {
+	mode  string
+	tools int
+
+	mu      sync.Mutex
+	out     *bufio.Writer
+	next    int
+	waiting map[string]chan message // our requests' ids -> their answers
+}
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: hostileserver tools N | ask")
+		os.Exit(2)
+	}
+	s := &server{mode: os.Args[1], out: bufio.NewWriterSize(os.Stdout, 1<<20), waiting: map[string]chan message{}}
+	if s.mode == "tools" {
+		if len(os.Args) != 3 {
+			fmt.Fprintln(os.Stderr, "usage: hostileserver tools N")
+			os.Exit(2)
+		}
+		n, err := strconv.Atoi(os.Args[2])
+		if err != nil || n < 0 {
+			fmt.Fprintln(os.Stderr, "hostileserver: N must be a count")
+			os.Exit(2)
+		}
+		s.tools = n
+	}
+	in := bufio.NewReaderSize(os.Stdin, 1<<20)
+	for {
+		line, err := in.ReadBytes('\n')
+		if len(line) > 0 {
+			var m message
+			if json.Unmarshal(line, &m) == nil {
+				s.handle(m)
+			}
+		}
+		if err != nil {
+			if err != io.EOF {
+				fmt.Fprintln(os.Stderr, "hostileserver:", err)
+			}
+			return
+		}
+	}
+}
+
+func (s *server) write(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, _ = s.out.Write(append(b, '\n'))
+	_ = s.out.Flush()
+}
+
+func (s *server) answer(id json.RawMessage, result any) {
+	s.write(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+func (s *server) handle(m message) {
+	if m.Method == "" { // an answer to one of our requests
+		s.mu.Lock()
+		ch := s.waiting[string(m.ID)]
+		delete(s.waiting, string(m.ID))
+		s.mu.Unlock()
+		if ch != nil {
+			ch <- m
+		}
+		return
+	}
+	if m.ID == nil {
+		return // notifications need no answer
+	}
+	switch m.Method {
+	case "initialize":
+		s.answer(m.ID, map[string]any{
+			"protocolVersion": "2025-11-25",
+			"capabilities":    map[string]any{"tools": map[string]any{}},
+			"serverInfo":      map[string]any{"name": "hostile", "version": "1"},
+		})
+	case "ping":
+		s.answer(m.ID, map[string]any{})
+	case "tools/list":
+		s.listTools(m.ID)
+	case "tools/call":
+		go s.call(m) // off the reader: ask waits for answers it reads
+	default:
+		s.write(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": -32601, "message": "method not found"}})
+	}
+}
+
+func (s *server) listTools(id json.RawMessage) {
+	tools := []any{tool("echo", "Echo the text back.")}
+	if s.mode == "ask" {
+		tools = append(tools, tool("ask", "Ask the client's model and user something while the call runs."))
+	}
+	for i := range s.tools {
+		tools = append(tools, tool(fmt.Sprintf("generated_tool_%06d", i),
+			fmt.Sprintf("Generated operation number %d of a very large API: reads or changes record %d.", i, i)))
+	}
+	s.answer(id, map[string]any{"tools": tools})
+}
+
+func tool(name, description string) map[string]any {
+	return map[string]any{
+		"name": name, "description": description,
+		"inputSchema": map[string]any{"type": "object", "properties": map[string]any{
+			"text": map[string]any{"type": "string", "description": "the text"},
+		}},
+	}
+}
+
+func (s *server) call(m message) {
+	var p struct {
+		Name      string         `json:"name"`
+		Arguments map[string]any `json:"arguments"`
+	}
+	_ = json.Unmarshal(m.Params, &p)
+	text := ""
+	switch p.Name {
+	case "echo":
+		text, _ = p.Arguments["text"].(string)
+	case "ask":
+		sampled := s.request("sampling/createMessage", map[string]any{
+			"messages":  []any{map[string]any{"role": "user", "content": map[string]any{"type": "text", "text": "hello?"}}},
+			"maxTokens": 10,
+		})
+		elicited := s.request("elicitation/create", map[string]any{
+			"message":         "who are you?",
+			"requestedSchema": map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}},
+		})
+		text = sampled + "\n" + elicited
+	default:
+		s.write(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": -32602, "message": "unknown tool " + p.Name}})
+		return
+	}
+	s.answer(m.ID, map[string]any{"content": []any{map[string]any{"type": "text", "text": text}}})
+}
+
+// request sends a request to the client and returns its answer as the raw
+// JSON-RPC line (without jsonrpc and id).
+func (s *server) request(method string, params any) string {
+	s.mu.Lock()
+	s.next++
+	id := strconv.Quote("hostile-" + strconv.Itoa(s.next))
+	ch := make(chan message, 1)
+	s.waiting[id] = ch
+	s.mu.Unlock()
+	s.write(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "method": method, "params": params})
+	got := <-ch
+	b, _ := json.Marshal(map[string]any{"method": method, "result": got.Result, "error": got.Error})
+	return string(b)
+}
