@@ -41,6 +41,14 @@ func (g *Gateway) indexServer(name string, tools []*Tool, scratch []byte) []byte
 	if old, ok := g.serverDocs[name]; ok && old == print {
 		return scratch
 	}
+	g.installDocs(name, serverDocuments(name, tools), print)
+	return scratch
+}
+
+// serverDocuments are the index's documents of one server's tools. It
+// reads only tools: a server that is not in the catalog yet has its
+// documents made without g.rebuildMu (see prepare).
+func serverDocuments(name string, tools []*Tool) []search.Document {
 	docs := make([]search.Document, 0, len(tools))
 	for _, t := range tools {
 		raw, err := json.Marshal(indexedToolOf(t))
@@ -54,13 +62,18 @@ func (g *Gateway) indexServer(name string, tools []*Tool, scratch []byte) []byte
 		doc.ID, doc.Server = t.ID, name
 		docs = append(docs, doc)
 	}
+	return docs
+}
+
+// installDocs puts one server's documents, whose fingerprint is print, in
+// the index. g.rebuildMu is held.
+func (g *Gateway) installDocs(name string, docs []search.Document, print [sha256.Size]byte) {
 	g.index.Upsert(name, docs)
 	if g.semantic != nil {
 		// Only texts it has no vector for are embedded, in the background.
 		g.semantic.SetServer(name, semanticTools(docs))
 	}
 	g.serverDocs[name] = print
-	return scratch
 }
 
 // indexedTool is what the search index reads of a tool (see

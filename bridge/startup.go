@@ -233,9 +233,17 @@ func (g *Gateway) prepare(u *upstream.Conn) {
 	}
 	var indexed sync.WaitGroup
 	indexed.Go(func() {
+		// The documents are made before taking g.rebuildMu: a tools/list
+		// whose startup_wait ends publishes the catalog (rebuild, under
+		// that lock) and must not wait while a server that is not in it
+		// yet is being prepared.
+		print, _ := docPrint(cat.Tools, nil)
+		docs := serverDocuments(u.Name(), cat.Tools)
 		g.rebuildMu.Lock()
 		defer g.rebuildMu.Unlock()
-		g.indexServer(u.Name(), cat.Tools, nil)
+		if old, ok := g.serverDocs[u.Name()]; !ok || old != print {
+			g.installDocs(u.Name(), docs, print)
+		}
 	})
 	classify.CountAll(g.settings().counter, listed)
 	indexed.Wait()

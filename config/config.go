@@ -201,6 +201,21 @@ type Config struct {
 	Restart Restart `koanf:"restart" json:"restart"`
 	// MaxResultBytes bounds one upstream result (default 10 MiB).
 	MaxResultBytes int64 `koanf:"max_result_bytes" json:"max_result_bytes"`
+	// MaxToolsPerServer bounds how many tools one server may add to the
+	// catalog (default 2000; a server may set its own max_tools). A server
+	// that lists more keeps the first MaxToolsPerServer in the order it
+	// sent them; the rest are never decoded, counted, indexed or pinned,
+	// and toolbridge says so once on stderr and in /readyz (tools_dropped).
+	//
+	// Why 2000: the largest single servers we know list a few hundred
+	// tools (GitHub's about 100, servers generated from big APIs some
+	// hundreds), so 2000 leaves room for several times that, while a
+	// server listing 100000 (measured: 1.3 GB RSS, a 56 MB pin file, 22 s
+	// before the first tools/list) is held to what a gateway carries
+	// easily: the gateway keeps about 5 KB per tool (catalog, token
+	// counts, index, pins; BenchmarkOneServerPastTheToolBound in package
+	// bridge), so about 10 MB for 2000, and about 60 MB RSS in all.
+	MaxToolsPerServer int `koanf:"max_tools_per_server" json:"max_tools_per_server"`
 
 	// Telemetry configures OpenTelemetry traces and metrics.
 	Telemetry Telemetry `koanf:"telemetry" json:"telemetry"`
@@ -274,6 +289,10 @@ type Server struct {
 	// AllowTools. Removed tools get class disabled.
 	AllowTools []string `koanf:"allow_tools" json:"allow_tools,omitempty"`
 	DenyTools  []string `koanf:"deny_tools" json:"deny_tools,omitempty"`
+
+	// MaxTools overrides max_tools_per_server for this server (0: the
+	// global bound).
+	MaxTools int `koanf:"max_tools" json:"max_tools,omitempty"`
 
 	// ConnectTimeout and CallTimeout override Timeouts for this server.
 	ConnectTimeout time.Duration `koanf:"connect_timeout" json:"connect_timeout,omitempty"`
@@ -580,12 +599,13 @@ func Default() Config {
 			SessionIdleTimeout: 30 * time.Minute,
 			MaxSessions:        1024,
 		},
-		Timeouts:       Timeouts{Connect: 30 * time.Second, Call: 60 * time.Second},
-		StartupWait:    5 * time.Second,
-		Restart:        Restart{Initial: 500 * time.Millisecond, Max: 30 * time.Second},
-		MaxResultBytes: 10 << 20,
-		Telemetry:      Telemetry{Exporter: ExporterNone},
-		TokenStore:     TokenStoreAuto,
+		Timeouts:          Timeouts{Connect: 30 * time.Second, Call: 60 * time.Second},
+		StartupWait:       5 * time.Second,
+		Restart:           Restart{Initial: 500 * time.Millisecond, Max: 30 * time.Second},
+		MaxResultBytes:    10 << 20,
+		MaxToolsPerServer: DefaultMaxToolsPerServer,
+		Telemetry:         Telemetry{Exporter: ExporterNone},
+		TokenStore:        TokenStoreAuto,
 	}
 }
 
@@ -606,6 +626,19 @@ func (s Server) UpstreamTransport() string {
 		return TransportStreamableHTTP
 	}
 	return t
+}
+
+// DefaultMaxToolsPerServer is max_tools_per_server's default; see
+// Config.MaxToolsPerServer for why.
+const DefaultMaxToolsPerServer = 2000
+
+// EffectiveMaxTools is how many tools the server may add to the catalog:
+// its own max_tools, else max_tools_per_server.
+func (c *Config) EffectiveMaxTools(s Server) int {
+	if s.MaxTools > 0 {
+		return s.MaxTools
+	}
+	return c.MaxToolsPerServer
 }
 
 // EffectiveConnectTimeout is the server's connect timeout or the default.

@@ -176,6 +176,7 @@ func validate(c *Config, prov provenance) []error {
 		v.fail(r.key("max"), "must be at least restart.initial (%s), got %s", c.Restart.Initial, c.Restart.Max)
 	}
 	v.positive(root.key("max_result_bytes"), c.MaxResultBytes)
+	v.positive(root.key("max_tools_per_server"), int64(c.MaxToolsPerServer))
 
 	v.oneOf(root.key("telemetry").key("exporter"), c.Telemetry.Exporter, ExporterNone, ExporterOTLP, ExporterStdout)
 	v.traceUI(root.key("telemetry").key("ui_url"), c.Telemetry.UIURL)
@@ -451,6 +452,7 @@ func (v *validator) server(p keyPath, name string, s Server) {
 	}
 	v.toolGlobs(p.key("allow_tools"), s.AllowTools)
 	v.toolGlobs(p.key("deny_tools"), s.DenyTools)
+	v.nonNegative(p.key("max_tools"), int64(s.MaxTools))
 	v.nonNegativeDuration(p.key("connect_timeout"), s.ConnectTimeout)
 	v.nonNegativeDuration(p.key("call_timeout"), s.CallTimeout)
 }

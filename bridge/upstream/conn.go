@@ -46,6 +46,10 @@ type Conn struct {
 	// server's response (the config's max_result_bytes); 0 means
 	// defaultMaxLine.
 	maxLine int64
+	// maxTools bounds how many tools the server adds to the catalog (the
+	// config's max_tools_per_server or the server's max_tools); 0 means
+	// no bound.
+	maxTools int
 	// inflight counts requests awaiting an answer: a reload that replaces
 	// this upstream closes it only after they end.
 	inflight Activity
@@ -53,6 +57,9 @@ type Conn struct {
 	mu           sync.RWMutex
 	tools        []mcp.Tool
 	skippedTools []string // why tools of the last tools/list were left out
+	// droppedTools is how many tools the last tools/list offered past
+	// maxTools (at least: pages past the bound are not fetched).
+	droppedTools int
 	prompts      []mcp.Prompt
 	resources    []mcp.Resource
 	templates    []mcp.ResourceTemplate

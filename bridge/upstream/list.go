@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -37,6 +38,13 @@ func (u *Conn) refreshAll(ctx context.Context) error {
 
 // RefreshTools follows tools/list pagination and keeps each tool's schemas
 // exactly as the server sent them.
+//
+// It keeps at most u.maxTools tools, the first in the order the server
+// sent them: past the bound, tools are not decoded and further pages are
+// not fetched, so a server that lists 100000 tools costs the gateway the
+// bytes of its answer and the bound's worth of tools, not 100000 tools'
+// worth of decoding, counting, indexing and pinning. Skipped says what
+// was dropped, once per list.
 func (u *Conn) RefreshTools(ctx context.Context) error {
 	u.mu.RLock()
 	hasTools := u.caps.Tools != nil
@@ -46,6 +54,9 @@ func (u *Conn) RefreshTools(ctx context.Context) error {
 	}
 	var tools []mcp.Tool
 	var skipped []string
+	broken, dropped := 0, 0
+	unfetched := false // pages past the bound were left unfetched
+	full := func() bool { return u.maxTools > 0 && len(tools) >= u.maxTools }
 	err := paginate(ctx, u, string(mcp.MethodToolsList), func(page json.RawMessage) (string, error) {
 		var res struct {
 			Tools      []json.RawMessage `json:"tools"`
@@ -54,31 +65,68 @@ func (u *Conn) RefreshTools(ctx context.Context) error {
 		if err := json.Unmarshal(page, &res); err != nil {
 			return "", fmt.Errorf("decoding tools/list: %w", err)
 		}
-		for _, raw := range res.Tools {
+		for i, raw := range res.Tools {
+			if full() {
+				dropped += len(res.Tools) - i
+				break
+			}
 			t, err := DecodeTool(raw)
 			if err != nil {
 				// One broken tool must not take the server's others with it.
-				skipped = append(skipped, fmt.Sprintf("skipped tool %d of tools/list: %v", len(tools)+len(skipped), err))
+				if broken < maxSkippedReasons {
+					skipped = append(skipped, fmt.Sprintf("skipped tool %d of tools/list: %v", len(tools)+broken, err))
+				}
+				broken++
 				continue
 			}
 			tools = append(tools, t)
+		}
+		if full() && res.NextCursor != "" {
+			// More pages: at least one more tool. Not fetching them is
+			// the point of the bound.
+			dropped++
+			unfetched = true
+			return "", nil
 		}
 		return res.NextCursor, nil
 	})
 	if err != nil {
 		return fmt.Errorf("listing tools: %w", err)
 	}
+	if broken > maxSkippedReasons {
+		skipped = append(skipped, fmt.Sprintf("skipped %d more broken tools of tools/list", broken-maxSkippedReasons))
+	}
+	if dropped > 0 {
+		count := strconv.Itoa(dropped)
+		if unfetched {
+			count = "at least " + count + " (later pages were not fetched)"
+		}
+		skipped = append(skipped, fmt.Sprintf("tools/list offered more than %d tools; kept the first %d and dropped %s: raise max_tools_per_server, or the server's max_tools, to take more",
+			u.maxTools, u.maxTools, count))
+	}
 	u.mu.Lock()
-	u.tools, u.skippedTools = tools, skipped
+	u.tools, u.skippedTools, u.droppedTools = tools, skipped, dropped
 	u.mu.Unlock()
 	return nil
 }
+
+// maxSkippedReasons bounds how many broken tools of one list are named one
+// by one: a server that sends thousands gets one line for the rest.
+const maxSkippedReasons = 20
 
 // Skipped says which tools of the last tools/list were left out, and why.
 func (u *Conn) Skipped() []string {
 	u.mu.RLock()
 	defer u.mu.RUnlock()
 	return u.skippedTools
+}
+
+// Dropped is how many tools the last tools/list offered past the server's
+// tool bound (at least that many: pages past it are not fetched).
+func (u *Conn) Dropped() int {
+	u.mu.RLock()
+	defer u.mu.RUnlock()
+	return u.droppedTools
 }
 
 // RefreshPrompts lists the server's prompts again.

@@ -34,6 +34,11 @@ type ServerStatus struct {
 	// NeedsLogin says the server needs `toolbridge auth login NAME`; the
 	// gateway takes the token as soon as a login stores one.
 	NeedsLogin bool `json:"needs_login,omitempty"`
+	// ToolsDropped is how many tools the server listed past its tool bound
+	// (ToolLimit: max_tools_per_server or its max_tools), at least; they
+	// are not in the catalog.
+	ToolsDropped int `json:"tools_dropped,omitempty"`
+	ToolLimit    int `json:"tool_limit,omitempty"`
 }
 
 // Pool holds the connections to every upstream server.
@@ -166,8 +171,15 @@ func (p *Pool) Connect(ctx context.Context, specs []Spec, ready func(*Conn)) err
 
 // dialAll dials specs in parallel and reports each as it comes up or
 // fails, handing each outcome to each, if not nil, as it arrives. It
-// returns the outcomes once all are in; the error joins the failures.
+// returns the outcomes once all are in and each has returned for all; the
+// error joins the failures.
+//
+// each runs on a goroutine per outcome: preparing a server with many
+// tools must not hold back the servers that come up after it, which
+// startup_wait would then publish without.
 func (p *Pool) dialAll(ctx context.Context, specs []Spec, each func(dialed)) ([]dialed, error) {
+	var handed sync.WaitGroup
+	defer handed.Wait()
 	results := make(chan dialed, len(specs))
 	for _, spec := range specs {
 		go func() {
@@ -199,7 +211,7 @@ func (p *Pool) dialAll(ctx context.Context, specs []Spec, each func(dialed)) ([]
 			}
 		}
 		if each != nil {
-			each(o)
+			handed.Go(func() { each(o) })
 		}
 		outcomes = append(outcomes, o)
 	}
@@ -248,9 +260,9 @@ func (p *Pool) Reload(ctx context.Context, cfg *config.Config, specs []Spec) (ch
 	current := maps.Clone(p.specs)
 	p.mu.RUnlock()
 	old := p.cfg.Load()
-	// The result bound is fixed when a connection is made: a change
-	// reaches every server only by reconnecting it.
-	reconnectAll := old.MaxResultBytes != cfg.MaxResultBytes
+	// The result and tool bounds are fixed when a connection is made: a
+	// change reaches every server only by reconnecting it.
+	reconnectAll := old.MaxResultBytes != cfg.MaxResultBytes || old.MaxToolsPerServer != cfg.MaxToolsPerServer
 
 	wanted := map[string]bool{}
 	var toDial []Spec
@@ -336,6 +348,7 @@ func (p *Pool) dial(ctx context.Context, spec Spec) (*Conn, time.Duration, error
 	cfg := p.cfg.Load()
 	u := newConn(spec, p.environ, p.relay, p.version, p.logger)
 	u.maxLine = cfg.MaxResultBytes
+	u.maxTools = cfg.EffectiveMaxTools(spec.Config)
 	auth, err := p.authFor(spec)
 	if err != nil {
 		return nil, 0, ScrubError(err, spec.Config)
@@ -422,6 +435,9 @@ func (p *Pool) Statuses() []ServerStatus {
 		if u := p.ups[s.Name]; s.Connected && u != nil {
 			if why := u.lost(); why != "" {
 				s.Connected, s.Error = false, "lost: "+why
+			}
+			if dropped := u.Dropped(); dropped > 0 {
+				s.ToolsDropped, s.ToolLimit = dropped, u.maxTools
 			}
 			if u.auth != nil {
 				// Connected, but its token stopped working: calls fail

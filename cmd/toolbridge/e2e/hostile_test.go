@@ -3,9 +3,16 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/toolbridge/toolbridge/cmd/toolbridge/internal/testenv"
 )
@@ -66,4 +73,110 @@ func TestSamplingToAClientWithoutTheCapability(t *testing.T) {
 			t.Errorf("the error for %s does not name the missing capability: %q", method, got.Error.Message)
 		}
 	}
+}
+
+// TestHundredThousandTools: one upstream lists 100000 tools. The gateway
+// keeps max_tools_per_server (2000 by default) of them, in the order the
+// server sent them, says so once on stderr and in /readyz, and pins only
+// those (#24, item 9). It used to take them all: 1.09 GB, a 31 MB pin
+// file and 22 s before the first tools/list.
+func TestHundredThousandTools(t *testing.T) {
+	state := t.TempDir()
+	cfg := hostileConfig(t, "state_dir: "+yamlString(state)+"\n", "tools", "100000")
+	h := startHTTPProc(t, "--config", cfg, "--mode", "off")
+	start := time.Now()
+	code, r := waitReadyz(t, h.base, "hostile")
+	t.Logf("hostile up after %s", time.Since(start).Round(10*time.Millisecond))
+	if code != http.StatusOK || len(r.Servers) != 1 || !r.Servers[0].Connected {
+		t.Fatalf("/readyz: %d %+v\nstderr:\n%s", code, r, h.stderr.String())
+	}
+	var full struct {
+		Servers []map[string]any `json:"servers"`
+	}
+	body := getReadyzBody(t, h.base)
+	if err := json.Unmarshal(body, &full); err != nil {
+		t.Fatal(err)
+	}
+	s := full.Servers[0]
+	// Pages past the bound are not fetched: tools_dropped is a lower bound.
+	if dropped, _ := s["tools_dropped"].(float64); s["tools"] != float64(2000) || s["tool_limit"] != float64(2000) || dropped < 1 {
+		t.Errorf("/readyz hostile: %s, want tools 2000, tool_limit 2000, tools_dropped at least 1", body)
+	}
+
+	c := httpMCPClient(t, h.base+"/mcp")
+	res, err := c.ListTools(t.Context(), mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Tools) != 2000 {
+		t.Errorf("tools/list has %d tools, want the 2000 kept", len(res.Tools))
+	}
+	// The first ones the server sent are the ones kept.
+	names := map[string]bool{}
+	for _, tool := range res.Tools {
+		names[tool.Name] = true
+	}
+	for _, want := range []string{"echo", "hold", "generated_tool_000000", "generated_tool_001997"} {
+		if !names[want] {
+			t.Errorf("tools/list lacks %s, one of the first 2000 the server sent", want)
+		}
+	}
+	if names["generated_tool_001998"] {
+		t.Error("tools/list has generated_tool_001998, the 2001st tool the server sent")
+	}
+
+	said := strings.Count(h.stderr.String(), "kept the first 2000")
+	if said != 1 {
+		t.Errorf("stderr says %d times that the bound bit, want once:\n%s", said, h.stderr.String())
+	}
+	pins, err := os.Stat(filepath.Join(state, "pins", "hostile.json"))
+	if err != nil {
+		t.Fatalf("no pin file: %v", err)
+	}
+	// About 300 bytes a tool: far from the 31 MB of 100000.
+	if pins.Size() > 2000*1024 {
+		t.Errorf("the pin file is %d bytes for 2000 tools", pins.Size())
+	}
+	// Taking all 100000 peaked at 1287 MB; the 2000 kept at about 60 MB.
+	rss := peakRSS(t, h.cmd.Process.Pid)
+	if rss > 400<<20 {
+		t.Errorf("the gateway's peak RSS is %d MB, want far less than taking all 100000 tools (1287 MB)", rss>>20)
+	}
+	t.Logf("pin file %d bytes; gateway peak RSS %d MB", pins.Size(), rss>>20)
+}
+
+// getReadyzBody returns GET /readyz's raw body.
+func getReadyzBody(t *testing.T, base string) []byte {
+	t.Helper()
+	client := &http.Client{Timeout: 10 * time.Second}
+	defer client.CloseIdleConnections()
+	resp, err := client.Get(base + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return body
+}
+
+// httpMCPClient is an initialized MCP client of a gateway serving HTTP.
+func httpMCPClient(t *testing.T, url string) *client.Client {
+	t.Helper()
+	c, err := client.NewStreamableHttpClient(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	if err := c.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	if _, err := c.Initialize(t.Context(), init); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -2,8 +2,8 @@
 // careless upstream does, written by hand on the wire so that nothing in an
 // SDK softens it:
 //
-//	hostileserver tools N   lists N tools (one page, every tool with a
-//	                        description and a small schema), as a server
+//	hostileserver tools N   lists N tools, 1000 to a page, every tool with
+//	                        a description and a small schema, as a server
 //	                        that generates its tools from an API might
 //	hostileserver ask       has one tool, ask, that sends
 //	                        sampling/createMessage and then
@@ -11,7 +11,10 @@
 //	                        is in flight, and answers the call with the raw
 //	                        JSON-RPC answers it got, one per line
 //
-// Both also serve echo, which answers its text.
+// Both also serve echo, which answers its text, and hold, which notes the
+// call in the file named by its argument "called", then answers "released"
+// once the file named by "release" exists: a call that is in flight for
+// exactly as long as the test wants.
 package main
 
 import (
@@ -22,6 +25,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"time"
 )
 
 type message struct {
@@ -118,7 +122,7 @@ func (s *server) handle(m message) {
 	case "ping":
 		s.answer(m.ID, map[string]any{})
 	case "tools/list":
-		s.listTools(m.ID)
+		s.listTools(m.ID, m.Params)
 	case "tools/call":
 		go s.call(m) // off the reader: ask waits for answers it reads
 	default:
@@ -126,16 +130,37 @@ func (s *server) handle(m message) {
 	}
 }
 
-func (s *server) listTools(id json.RawMessage) {
-	tools := []any{tool("echo", "Echo the text back.")}
+// pageSize is how many tools one tools/list page has.
+const pageSize = 1000
+
+func (s *server) listTools(id, params json.RawMessage) {
+	var p struct {
+		Cursor string `json:"cursor"`
+	}
+	_ = json.Unmarshal(params, &p)
+	first, _ := strconv.Atoi(p.Cursor) // the cursor is the index of the page's first tool
+	all := 1 + s.tools                 // echo, then the generated ones
 	if s.mode == "ask" {
-		tools = append(tools, tool("ask", "Ask the client's model and user something while the call runs."))
+		all++
 	}
-	for i := range s.tools {
-		tools = append(tools, tool(fmt.Sprintf("generated_tool_%06d", i),
-			fmt.Sprintf("Generated operation number %d of a very large API: reads or changes record %d.", i, i)))
+	var tools []any
+	for i := first; i < all && i < first+pageSize; i++ {
+		switch {
+		case i == 0:
+			tools = append(tools, tool("echo", "Echo the text back."), tool("hold", "Hold the call until the test releases it."))
+		case s.mode == "ask" && i == 1:
+			tools = append(tools, tool("ask", "Ask the client's model and user something while the call runs."))
+		default:
+			n := i - 1
+			tools = append(tools, tool(fmt.Sprintf("generated_tool_%06d", n),
+				fmt.Sprintf("Generated operation number %d of a very large API: reads or changes record %d.", n, n)))
+		}
 	}
-	s.answer(id, map[string]any{"tools": tools})
+	result := map[string]any{"tools": tools}
+	if first+pageSize < all {
+		result["nextCursor"] = strconv.Itoa(first + pageSize)
+	}
+	s.answer(id, result)
 }
 
 func tool(name, description string) map[string]any {
@@ -157,6 +182,17 @@ func (s *server) call(m message) {
 	switch p.Name {
 	case "echo":
 		text, _ = p.Arguments["text"].(string)
+	case "hold":
+		called, _ := p.Arguments["called"].(string)
+		release, _ := p.Arguments["release"].(string)
+		_ = os.WriteFile(called, []byte("called\n"), 0o600)
+		for {
+			if _, err := os.Stat(release); err == nil {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		text = "released"
 	case "ask":
 		sampled := s.request("sampling/createMessage", map[string]any{
 			"messages":  []any{map[string]any{"role": "user", "content": map[string]any{"type": "text", "text": "hello?"}}},
