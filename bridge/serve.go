@@ -23,7 +23,9 @@ import (
 // stdout) until in closes or ctx ends. Nothing but JSON-RPC is ever written
 // to out: progress and logs go to stderr. When ctx ends, new tool calls are
 // refused and the ones in flight get serve.shutdown_grace to finish; their
-// answers are written before ServeStdio returns.
+// answers are written before ServeStdio returns. When in closes, the tool
+// calls the client sent get the same grace: a client that writes its
+// requests and closes stdin still reads the answers.
 func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, errLog io.Writer) error {
 	g.transport.Store(config.ServeStdio)
 	s := server.NewStdioServer(g.srv)
@@ -41,16 +43,31 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, e
 			return nil, nil
 		})
 	}
-	in = newRefusingLines(in, func(answer []byte) { _, _ = w.Write(answer) })
+	calls := newPendingCalls()
+	w.sent = calls.answered
+	refusing := newRefusingLines(in, func(answer []byte) { _, _ = w.Write(answer) })
+	refusing.read = calls.read
+	// mcp-go's Listen cancels every request in flight the moment it reads
+	// the end of its input, so the end is held back (see heldEOF) until
+	// the calls read before it have had their grace.
+	held := newHeldEOF(refusing)
+	defer held.release()
 	// Listen cancels the calls in flight as soon as its context ends, so it
 	// gets a context of its own, ended only after the grace period.
 	listenCtx, stopListening := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopListening()
 	done := make(chan error, 1)
-	go func() { done <- s.Listen(listenCtx, in, out) }()
+	go func() { done <- s.Listen(listenCtx, held, out) }()
 	var err error
 	select {
-	case err = <-done: // the client closed stdin
+	case err = <-done: // Listen ended by itself: a read or write error
+	case <-held.eof: // the client closed stdin
+		// Nothing new can arrive, so nothing is refused: every tool call
+		// read before the end, started or still queued, gets the grace.
+		defer g.endDrain()
+		g.await(g.settings().cfg.Serve.ShutdownGrace, &calls.pending)
+		held.release()
+		err = <-done
 	case <-ctx.Done():
 		defer g.endDrain()
 		g.drain(g.settings().cfg.Serve.ShutdownGrace, &g.calls)
@@ -75,6 +92,13 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, e
 // be handed to the transport.
 func (g *Gateway) drain(grace time.Duration, running *upstream.Activity) bool {
 	g.draining.Store(true)
+	return g.await(grace, running)
+}
+
+// await is drain without refusing new calls, for when none can arrive:
+// it waits up to grace for running to end, then cuts the tool calls
+// still running and gives their answers flushGrace.
+func (g *Gateway) await(grace time.Duration, running *upstream.Activity) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	if running.Wait(ctx) == nil {

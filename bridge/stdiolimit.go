@@ -2,8 +2,11 @@ package bridge
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -22,12 +25,18 @@ import (
 type lockedWriter struct {
 	mu sync.Mutex
 	w  io.Writer
+	// sent, if set, sees every message once it is written.
+	sent func(msg []byte)
 }
 
 func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.w.Write(p)
+	n, err := l.w.Write(p)
+	if l.sent != nil {
+		l.sent(p)
+	}
+	return n, err
 }
 
 // tooLargeAnswer is the JSON-RPC error line for a message over limit.
@@ -47,8 +56,9 @@ func tooLargeMessage(limit int64) string {
 type refusingLines struct {
 	r      *bufio.Reader
 	answer func(line []byte)
-	line   []byte // what is left of the current line to hand out
-	err    error  // sticky, returned once line is handed out
+	read   func(line []byte) // if set, sees every line handed to mcp-go
+	line   []byte            // what is left of the current line to hand out
+	err    error             // sticky, returned once line is handed out
 }
 
 func newRefusingLines(r io.Reader, answer func([]byte)) *refusingLines {
@@ -68,8 +78,158 @@ func (l *refusingLines) Read(p []byte) (int, error) {
 			continue
 		}
 		l.line = line
+		if l.read != nil && len(line) > 0 {
+			l.read(line)
+		}
 	}
 	n := copy(p, l.line)
 	l.line = l.line[n:]
 	return n, nil
+}
+
+// heldEOF hands out r's bytes, but not its end: when r ends, eof is
+// closed and Read blocks until release. mcp-go's stdio server cancels
+// every request in flight as soon as it reads the end of its input; held
+// back, the end comes only once the calls have had their grace.
+type heldEOF struct {
+	r        io.Reader
+	eof      chan struct{} // closed when r has ended
+	released chan struct{} // closed by release
+	endOnce  sync.Once
+	relOnce  sync.Once
+}
+
+func newHeldEOF(r io.Reader) *heldEOF {
+	return &heldEOF{r: r, eof: make(chan struct{}), released: make(chan struct{})}
+}
+
+// Read implements io.Reader.
+func (h *heldEOF) Read(p []byte) (int, error) {
+	n, err := h.r.Read(p)
+	if err == nil || n > 0 {
+		return n, err
+	}
+	h.endOnce.Do(func() { close(h.eof) })
+	<-h.released
+	return 0, err
+}
+
+// release lets Read return the end.
+func (h *heldEOF) release() { h.relOnce.Do(func() { close(h.released) }) }
+
+// pendingCalls counts the tool calls read from the client and not yet
+// answered, from the line that carries the request to the line that
+// carries its answer: a call that mcp-go has queued but not started yet is
+// pending too (the gateway's own count of running calls misses it).
+type pendingCalls struct {
+	mu      sync.Mutex
+	ids     map[string]int // id -> calls read with it and not answered
+	pending upstream.Activity
+}
+
+func newPendingCalls() *pendingCalls { return &pendingCalls{ids: map[string]int{}} }
+
+// read notes a line read from the client.
+func (c *pendingCalls) read(line []byte) {
+	if !bytes.Contains(line, []byte(`"tools/call"`)) {
+		return // cheap: most lines are not tool calls
+	}
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if json.Unmarshal(line, &m) != nil || m.Method != string(mcp.MethodToolsCall) {
+		return
+	}
+	key, ok := idKey(m.ID)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	c.ids[key]++
+	c.mu.Unlock()
+	c.pending.Begin()
+}
+
+// answered notes a message written to the client: the answer to a
+// pending call ends it.
+func (c *pendingCalls) answered(msg []byte) {
+	c.mu.Lock()
+	empty := len(c.ids) == 0
+	c.mu.Unlock()
+	if empty {
+		return
+	}
+	raw, response := leadingResponseID(msg)
+	if !response {
+		return
+	}
+	key, ok := idKey(raw)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	n, pending := c.ids[key]
+	switch {
+	case !pending:
+	case n > 1:
+		c.ids[key] = n - 1
+	default:
+		delete(c.ids, key)
+	}
+	c.mu.Unlock()
+	if pending {
+		c.pending.End()
+	}
+}
+
+// idKey is a JSON-RPC id in one form whatever its spelling: strings
+// quoted, numbers as Go formats them.
+func idKey(raw json.RawMessage) (string, bool) {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var id any
+	if d.Decode(&id) != nil {
+		return "", false
+	}
+	switch v := id.(type) {
+	case string:
+		return strconv.Quote(v), true
+	case json.Number:
+		if f, err := v.Float64(); err == nil {
+			return strconv.FormatFloat(f, 'g', -1, 64), true
+		}
+	}
+	return "", false
+}
+
+// leadingResponseID reads msg's top-level members up to its id and the
+// member after it, without decoding the rest (a result may be large). A
+// message with a method is a request to the client, not an answer.
+func leadingResponseID(msg []byte) (json.RawMessage, bool) {
+	d := json.NewDecoder(bytes.NewReader(msg))
+	if tok, err := d.Token(); err != nil || tok != json.Delim('{') {
+		return nil, false
+	}
+	var id json.RawMessage
+	for d.More() {
+		key, err := d.Token()
+		if err != nil {
+			return nil, false
+		}
+		if key == "method" {
+			return nil, false
+		}
+		if id != nil {
+			return id, true // the member after id is not method
+		}
+		var value json.RawMessage
+		if err := d.Decode(&value); err != nil {
+			return nil, false
+		}
+		if key == "id" {
+			id = value
+		}
+	}
+	return id, id != nil
 }

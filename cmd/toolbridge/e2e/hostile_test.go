@@ -180,3 +180,53 @@ func httpMCPClient(t *testing.T, url string) *client.Client {
 	}
 	return c
 }
+
+// TestStdinClosedMidCall: a client closes stdin while a tool call is in
+// flight. The call gets serve.shutdown_grace, as on SIGTERM: one that
+// ends within it is answered as usual, one that does not is answered with
+// the shutdown error once the grace is over (#24, item 13). The call used
+// to be cancelled the moment stdin closed.
+func TestStdinClosedMidCall(t *testing.T) {
+	hold := func(t *testing.T, p *stdioProc, dir string) (called, release string) {
+		called, release = filepath.Join(dir, "called"), filepath.Join(dir, "release")
+		args, _ := json.Marshal(map[string]any{"called": called, "release": release})
+		p.send(`{"jsonrpc":"2.0","id":"hold-1","method":"tools/call","params":{"name":"hold","arguments":` + string(args) + `}}`)
+		waitCalled(t, called)
+		return called, release
+	}
+	t.Run("ends within the grace", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		p := startRaw(t, nil, "serve", "--config", hostileConfig(t, "serve: {shutdown_grace: 10m}\ntimeouts: {call: 10m}\n", "tools", "0"), "--mode", "off")
+		p.initialize(ctx)
+		_, release := hold(t, p, t.TempDir())
+		p.closeStdin()
+		// Only once stdin is closed does the call end.
+		if err := os.WriteFile(release, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		isErr, text := p.toolResult("hold", p.response(ctx, `"hold-1"`))
+		if isErr || text != "released" {
+			t.Errorf("the call in flight when stdin closed: isError=%v %q, want its own answer \"released\"", isErr, text)
+		}
+		if !p.waitExit(exitWait) {
+			t.Fatalf("toolbridge did not exit within %s of the call's answer\nstderr:\n%s", exitWait, p.stderrText())
+		}
+		exitedCleanly(t, p.cmd.ProcessState, p.waitErr, p.stderrText())
+	})
+	t.Run("outlasts the grace", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		p := startRaw(t, nil, "serve", "--config", hostileConfig(t, "serve: {shutdown_grace: 2s}\ntimeouts: {call: 10m}\n", "tools", "0"), "--mode", "off")
+		p.initialize(ctx)
+		hold(t, p, t.TempDir()) // never released
+		p.closeStdin()
+		isErr, text := p.toolResult("hold", p.response(ctx, `"hold-1"`))
+		if want := "gateway shutting down: call cancelled after 2s"; !isErr || !strings.Contains(text, want) {
+			t.Errorf("the call in flight when stdin closed: isError=%v %q, want %q", isErr, text, want)
+		}
+		if !p.waitExit(shutdownBound) {
+			t.Fatalf("toolbridge did not exit within %s of stdin closing\nstderr:\n%s", shutdownBound, p.stderrText())
+		}
+	})
+}
