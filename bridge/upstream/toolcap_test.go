@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -94,5 +96,57 @@ func TestToolBound(t *testing.T) {
 				t.Errorf("Skipped does not say the bound bit: %q", skipped)
 			}
 		})
+	}
+}
+
+// TestSlowPrepareHoldsNoOtherServerBack: while the server that came up
+// first is still being prepared (ready has not returned), one that comes
+// up after it is prepared and served all the same. Handing outcomes over
+// one at a time made a server with 100000 tools hold every later one out
+// of the catalog that startup_wait publishes (#24, item 9).
+func TestSlowPrepareHoldsNoOtherServerBack(t *testing.T) {
+	cfg := config.Default()
+	p := NewPool(&cfg, PoolOptions{}, NewRelay(nil, nil))
+	t.Cleanup(func() { _ = p.Close() })
+	release := make(chan struct{})
+	releaseOnce := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(releaseOnce) // a failed test must not leave ready blocked
+	first := make(chan string, 1)
+	secondServed := make(chan string, 1)
+	var mu sync.Mutex
+	var held string
+	connected := make(chan error, 1)
+	go func() {
+		specs := []Spec{{Name: "alpha", InProcess: toolServer("alpha")}, {Name: "beta", InProcess: toolServer("beta")}}
+		connected <- p.Connect(context.Background(), specs, func(u *Conn) {
+			mu.Lock()
+			if held == "" {
+				held = u.Name()
+				mu.Unlock()
+				first <- u.Name()
+				<-release // the first is slow to prepare
+				return
+			}
+			mu.Unlock()
+			secondServed <- u.Name()
+		})
+	}()
+	slow := <-first
+	select {
+	case other := <-secondServed:
+		if other == slow {
+			t.Fatalf("%s handed over twice", other)
+		}
+	case <-time.After(time.Minute): // a hang, not a measurement
+		t.Fatalf("the second server was not prepared while %s was", slow)
+	}
+	releaseOnce()
+	if err := <-connected; err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"alpha", "beta"} {
+		if _, ok := p.Get(name); !ok {
+			t.Errorf("%s is not served", name)
+		}
 	}
 }
