@@ -482,8 +482,9 @@ type Serve struct {
 	MaxBodyBytes int64 `koanf:"max_body_bytes" json:"max_body_bytes"`
 	// MaxInFlight bounds concurrent calls per session (default 64).
 	MaxInFlight int `koanf:"max_in_flight" json:"max_in_flight"`
-	// ShutdownGrace is how long in-flight calls may finish on SIGTERM
-	// (default 10s).
+	// ShutdownGrace is how long in-flight calls may finish on SIGTERM or
+	// SIGINT, or after a stdio client closes stdin (default 10s); then
+	// they are answered with an error saying they were cut.
 	ShutdownGrace time.Duration `koanf:"shutdown_grace" json:"shutdown_grace"`
 	// SessionIdleTimeout ends an HTTP session that has had no request for
 	// this long (default 30m); its client gets 404 and initializes again.
