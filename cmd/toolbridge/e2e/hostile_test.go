@@ -230,3 +230,35 @@ func TestStdinClosedMidCall(t *testing.T) {
 		}
 	})
 }
+
+// TestInitializeCapabilitiesOnTheWire: the raw initialize answer over
+// stdio lists only capabilities the spec defines for servers; sampling,
+// elicitation and roots are client capabilities (#24, item 15).
+func TestInitializeCapabilitiesOnTheWire(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	p := startRaw(t, nil, "serve", "--config", hostileConfig(t, "", "tools", "0"), "--mode", "off")
+	m := p.request(ctx, "initialize", map[string]any{
+		"protocolVersion": "2025-11-25",
+		"capabilities":    map[string]any{"sampling": map[string]any{}, "elicitation": map[string]any{}, "roots": map[string]any{}},
+		"clientInfo":      map[string]any{"name": "toolbridge-e2e-raw", "version": "0"},
+	})
+	if m.Error != nil {
+		t.Fatalf("initialize: %+v", m.Error)
+	}
+	var res struct {
+		Capabilities map[string]json.RawMessage `json:"capabilities"`
+	}
+	if err := json.Unmarshal(m.Result, &res); err != nil {
+		t.Fatal(err)
+	}
+	server := map[string]bool{"experimental": true, "logging": true, "completions": true, "prompts": true, "resources": true, "tools": true, "tasks": true}
+	for key := range res.Capabilities {
+		if !server[key] {
+			t.Errorf("initialize lists %q among the server's capabilities: %s", key, m.Result)
+		}
+	}
+	if _, ok := res.Capabilities["tools"]; !ok {
+		t.Errorf("initialize lacks tools: %s", m.Result)
+	}
+}
