@@ -197,7 +197,7 @@ var defaultPorts = map[string]string{"http": "80", "https": "443", "ws": "80", "
 // MCP and API endpoints are commonly made of, which tell a reader which
 // endpoint it is and cannot be anybody's secret. Any other segment is
 // masked.
-var plainSegments = regexp.MustCompile(`^(?i:mcp|sse|message|messages|stream|events|api|apis|rpc|jsonrpc|http|embeddings|openai|traces|metrics|logs|v[0-9]{1,2})$`)
+var plainSegments = regexp.MustCompile(`^(?i:mcp|sse|message|messages|stream|events|api|apis|rpc|jsonrpc|http|embeddings|openai|traces|metrics|logs|ui|v[0-9]{1,2})$`)
 
 // maskPath masks every segment of an escaped path but the plain ones.
 func maskPath(p string) string {
