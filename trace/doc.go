@@ -19,7 +19,8 @@
 // "initialize"). Attributes (see the Attr constants): mcp.method.name,
 // gen_ai.tool.name (the real tool, never tool_call: StartTool puts it on
 // the server span too), gen_ai.operation.name=execute_tool,
-// jsonrpc.request.id, mcp.session.id, mcp.protocol.version,
+// jsonrpc.request.id, mcp.session.id (its hash, SessionRef: the id is a
+// credential), mcp.protocol.version,
 // network.transport (pipe for stdio, tcp for HTTP), server.address and
 // server.port of HTTP upstreams, client.address/port of HTTP clients, and
 // the gateway's toolbridge.upstream, toolbridge.bridge.via (tool_call or

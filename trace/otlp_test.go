@@ -94,7 +94,7 @@ func TestOTLPExport(t *testing.T) {
 			}
 			check(s, map[string]string{
 				"mcp.method.name": "tools/call", "gen_ai.tool.name": "create_issue", "gen_ai.operation.name": "execute_tool",
-				"jsonrpc.request.id": "3", "mcp.session.id": "s-1", "network.transport": "pipe",
+				"jsonrpc.request.id": "3", "mcp.session.id": trace.SessionRef("s-1"), "network.transport": "pipe",
 				"toolbridge.upstream": "github", "toolbridge.bridge.via": "tool_call", "toolbridge.tool.class": "deferrable",
 				"error.type": "tool_error",
 			})

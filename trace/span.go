@@ -192,7 +192,7 @@ func (t *Telemetry) StartTool(ctx context.Context, c ToolCall) (context.Context,
 	)
 	attrs = append(attrs, gw...)
 	if sessionID != "" {
-		attrs = append(attrs, str(AttrMCPSessionID, sessionID))
+		attrs = append(attrs, str(AttrMCPSessionID, SessionRef(sessionID)))
 	}
 	if t.recordContent && c.Arguments != nil {
 		attrs = append(attrs, str(AttrGenAIToolArguments, contentString(c.Arguments)))
@@ -515,7 +515,7 @@ func requestAttrs(attrs []attribute.KeyValue, id any, session string) []attribut
 		attrs = append(attrs, str(AttrJSONRPCRequestID, id))
 	}
 	if session != "" {
-		attrs = append(attrs, str(AttrMCPSessionID, session))
+		attrs = append(attrs, str(AttrMCPSessionID, SessionRef(session)))
 	}
 	return attrs
 }

@@ -174,7 +174,7 @@ func TestBridgedCallSpans(t *testing.T) {
 		AttrGenAIToolName:       "create_issue", // set by StartTool, never tool_call
 		AttrGenAIOperationName:  "execute_tool",
 		AttrJSONRPCRequestID:    "7",
-		AttrMCPSessionID:        "sess-1",
+		AttrMCPSessionID:        SessionRef("sess-1"),
 		AttrMCPProtocolVersion:  "2025-06-18",
 		AttrNetworkTransport:    "tcp",
 		AttrNetworkProtocolName: "http",
@@ -193,7 +193,7 @@ func TestBridgedCallSpans(t *testing.T) {
 		AttrUpstream:           "github",
 		AttrBridgeVia:          "tool_call",
 		AttrToolClass:          "deferrable",
-		AttrMCPSessionID:       "sess-1",
+		AttrMCPSessionID:       SessionRef("sess-1"),
 		AttrGenAIToolArguments: "",
 	})
 	wantAttrs(t, "client", attrs(client), map[string]string{
@@ -201,7 +201,7 @@ func TestBridgedCallSpans(t *testing.T) {
 		AttrGenAIToolName:       "create_issue",
 		AttrGenAIOperationName:  "execute_tool",
 		AttrJSONRPCRequestID:    "r-1",
-		AttrMCPSessionID:        "up-9",
+		AttrMCPSessionID:        SessionRef("up-9"),
 		AttrMCPProtocolVersion:  "2025-03-26",
 		AttrNetworkTransport:    "tcp",
 		AttrNetworkProtocolName: "http",
@@ -213,6 +213,12 @@ func TestBridgedCallSpans(t *testing.T) {
 		AttrGenAIToolResult:     "",
 	})
 	for _, s := range r.spans.Ended() {
+		// A session id is a credential: spans carry its hash only.
+		for k, v := range attrs(s) {
+			if strings.Contains(v, "sess-1") || strings.Contains(v, "up-9") {
+				t.Errorf("%s: attribute %s = %q holds a session id", s.Name(), k, v)
+			}
+		}
 		if got := attrs(s)[AttrGenAIToolName]; got == toolid.MetaCall {
 			t.Errorf("%s carries gen_ai.tool.name=tool_call", s.Name())
 		}
@@ -482,5 +488,21 @@ func TestSetDenied(t *testing.T) {
 	wantAttrs(t, "denied", attrs(sp), map[string]string{AttrHookDeniedBy: "command guard.sh", AttrErrorType: "tool_error"})
 	if ev := sp.Events(); len(ev) != 1 || ev[0].Attributes[0].Value.AsString() != "no deleting" {
 		t.Errorf("events = %+v, want one with the reason", ev)
+	}
+}
+
+func TestSessionRef(t *testing.T) {
+	if got := SessionRef(""); got != "" {
+		t.Errorf("SessionRef(\"\") = %q, want \"\"", got)
+	}
+	a, b := SessionRef("mcp-session-A"), SessionRef("mcp-session-B")
+	if len(a) != 16 || strings.Trim(a, "0123456789abcdef") != "" {
+		t.Errorf("SessionRef = %q, want 16 hex digits", a)
+	}
+	if a == b || a != SessionRef("mcp-session-A") {
+		t.Errorf("SessionRef is not a stable, distinct hash: %q %q", a, b)
+	}
+	if strings.Contains(a, "session") {
+		t.Errorf("SessionRef(%q) = %q shows the id", "mcp-session-A", a)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	oteltrace "go.opentelemetry.io/otel/trace"
+
+	"github.com/toolbridge/toolbridge/trace"
 )
 
 // AuditRecord is one line of the audit log.
@@ -19,7 +21,9 @@ type AuditRecord struct {
 	// Event is absent for a tool call and EventTrust for a change in a
 	// tool's trust standing (then Outcome is its kind and Error its reason).
 	Event string `json:"event,omitempty"`
-	// Session is the client's MCP session, if any.
+	// Session is the client's MCP session, if any, as trace.SessionRef
+	// gives it: the id itself would let a reader of the log continue a
+	// live session.
 	Session string `json:"session,omitempty"`
 	// Server and Tool are the real tool, whatever the client called.
 	Server string `json:"server"`
@@ -73,7 +77,7 @@ func (a *Audit) BeforeCall(context.Context, Call) (Decision, error) { return Dec
 func (a *Audit) AfterCall(ctx context.Context, c Call, r Result) {
 	rec := AuditRecord{
 		Time:        time.Now().UTC(),
-		Session:     c.SessionID,
+		Session:     trace.SessionRef(c.SessionID),
 		Server:      c.Server,
 		Tool:        c.Tool,
 		Via:         c.Via,

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -68,7 +69,7 @@ func TestAuditConcurrent(t *testing.T) {
 	seen := map[string]bool{}
 	for _, r := range recs {
 		seen[r.Server+"::"+r.Tool] = true
-		if r.Outcome != OutcomeError || r.Session != "sess" || r.Time.IsZero() {
+		if r.Outcome != OutcomeError || r.Session != trace.SessionRef("sess") || r.Time.IsZero() {
 			t.Fatalf("bad record %+v", r)
 		}
 	}
@@ -101,7 +102,7 @@ func TestAuditRecordFields(t *testing.T) {
 	tp := sdktrace.NewTracerProvider()
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	ctx, tool := tp.Tracer("test").Start(context.Background(), "tools/call create_issue")
-	a.AfterCall(ctx, Call{Server: "github", Tool: "create_issue", Via: trace.ViaToolCall, Class: "deferrable", SessionID: "s1"},
+	a.AfterCall(ctx, Call{Server: "github", Tool: "create_issue", Via: trace.ViaToolCall, Class: "deferrable", SessionID: "mcp-session-LIVE1"},
 		Result{IsError: true, Duration: 2500 * time.Microsecond})
 	tool.End()
 	a.AfterCall(context.Background(), Call{Server: "fs", Tool: "rm"}, Result{Denied: true, Reason: "no rm"})
@@ -113,13 +114,22 @@ func TestAuditRecordFields(t *testing.T) {
 		t.Errorf("audit file mode = %v, want 0600", info.Mode().Perm())
 	}
 
+	// Whoever reads the audit log must not be able to continue a live
+	// session: the line carries a hash of the id, never the id.
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(raw), "LIVE1") {
+		t.Errorf("the audit log holds the session id:\n%s", raw)
+	}
 	recs := readAudit(t, path)
 	if len(recs) != 3 || recs[0].Server != "old" {
 		t.Fatalf("records = %+v", recs)
 	}
 	got := recs[1]
 	if got.Server != "github" || got.Tool != "create_issue" || got.Via != "tool_call" || got.Class != "deferrable" ||
-		got.Session != "s1" || got.Outcome != OutcomeToolError || got.DurationMS != 2.5 {
+		got.Session != trace.SessionRef("mcp-session-LIVE1") || got.Outcome != OutcomeToolError || got.DurationMS != 2.5 {
 		t.Errorf("record = %+v", got)
 	}
 	if got.TraceID != tool.SpanContext().TraceID().String() || len(got.SpanID) != 16 {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolbridge/toolbridge/config"
 	"github.com/toolbridge/toolbridge/config/toolid"
+	"github.com/toolbridge/toolbridge/trace"
 )
 
 // Hook events (config.Hook.Events).
@@ -54,6 +55,10 @@ const waitDelay = 500 * time.Millisecond
 //	{"event":"before","server":"github","tool":"create_issue",
 //	 "arguments":{...},"session":"...","class":"deferrable","via":"tool_call",
 //	 "annotations":{"readOnlyHint":false,"destructiveHint":false}}
+//
+// "session" is trace.SessionRef of the client's session id, never the id
+// itself: a hook may log it, and the id would let a reader take over the
+// session.
 //
 // "annotations" are the tool's MCP annotations as its server sent them,
 // absent when it sent none.
@@ -220,7 +225,7 @@ func newHookEvent(event string, c Call) hookEvent {
 	}
 	return hookEvent{
 		Event: event, Server: c.Server, Tool: c.Tool, Arguments: args,
-		Session: c.SessionID, Class: string(c.Class), Via: c.Via,
+		Session: trace.SessionRef(c.SessionID), Class: string(c.Class), Via: c.Via,
 		Annotations: validJSON(c.Annotations),
 	}
 }

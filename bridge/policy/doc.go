@@ -35,7 +35,7 @@
 // "server::tool", without it the tool name alone.
 //
 // The Audit log appends one JSON line per call (AuditRecord: time,
-// session, server, tool, via, class, duration_ms, outcome, error,
+// session (its hash, trace.SessionRef, as hooks get it too), server, tool, via, class, duration_ms, outcome, error,
 // trace_id, span_id) with one write per line, safe for concurrent calls.
 // Call AfterCall with the tool span's context so the line carries its
 // trace id.

@@ -111,7 +111,7 @@ func TestCommandHookStdin(t *testing.T) {
 	if err := json.Unmarshal(b, &ev); err != nil {
 		t.Fatalf("hook stdin is not JSON: %v: %s", err, b)
 	}
-	for k, want := range map[string]string{"event": "before", "server": "github", "tool": "create_issue", "session": "sess-7", "via": "tool_call", "class": "deferrable"} {
+	for k, want := range map[string]string{"event": "before", "server": "github", "tool": "create_issue", "session": trace.SessionRef("sess-7"), "via": "tool_call", "class": "deferrable"} {
 		if ev[k] != want {
 			t.Errorf("%s = %v, want %s", k, ev[k], want)
 		}
