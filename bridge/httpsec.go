@@ -4,11 +4,15 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -16,21 +20,36 @@ import (
 	"github.com/toolbridge/toolbridge/config"
 )
 
-// guardHTTP wraps the MCP endpoint with what the streamable HTTP transport
-// needs when it is reachable from a browser or a network: a bearer token
-// (when configured), Origin validation against DNS rebinding (the MCP spec
-// asks local servers to check it), and a bound on request bodies. The
-// health endpoints stay open for probes, except /readyz, which names the
-// upstreams and so needs the token too.
+// guardHTTP wraps the whole mux, once, so that every route, present and
+// future (/mcp, /readyz, a status page, /metrics), gets what a server
+// reachable from a browser or a network needs: a Host check and an Origin
+// check against DNS rebinding (the MCP spec asks local servers for the
+// latter; a rebound page's same-origin GET sends no Origin, so only the
+// Host check stops it reading /readyz), a bearer token when configured, a
+// bound on request bodies and on the time a body may take to arrive.
+//
+// /healthz alone is left open, whatever the Host, Origin or token: a
+// load balancer's liveness probe must reach it, often by a name or without
+// credentials, and it answers a constant "ok" that tells nobody anything.
 func guardHTTP(cfg config.Serve, next http.Handler) http.Handler {
 	tokenSum := sha256.Sum256([]byte(cfg.AuthToken))
 	allowed := map[string]bool{}
 	for _, o := range cfg.AllowedOrigins {
 		allowed[strings.TrimRight(strings.ToLower(o), "/")] = true
 	}
+	hosts := map[string]bool{}
+	for _, h := range cfg.AllowedHosts {
+		hosts[strings.ToLower(h)] = true
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/healthz" {
 			next.ServeHTTP(w, r)
+			return
+		}
+		if !hostAllowed(r.Host, hosts) {
+			// Host is the attacker's to choose; quoting bounds what it can
+			// put into our answer.
+			http.Error(w, fmt.Sprintf("toolbridge: host %.100q is not allowed: add it to serve.allowed_hosts", r.Host), http.StatusForbidden)
 			return
 		}
 		if cfg.AuthToken != "" && !bearerOK(r, tokenSum) {
@@ -39,14 +58,71 @@ func guardHTTP(cfg config.Serve, next http.Handler) http.Handler {
 			return
 		}
 		if origin := r.Header.Get("Origin"); origin != "" && !originAllowed(origin, allowed) {
-			http.Error(w, "toolbridge: origin "+origin+" is not allowed (serve.allowed_origins)", http.StatusForbidden)
+			http.Error(w, fmt.Sprintf("toolbridge: origin %.100q is not allowed (serve.allowed_origins)", origin), http.StatusForbidden)
 			return
 		}
-		if cfg.MaxBodyBytes > 0 && r.Body != nil {
-			r.Body = http.MaxBytesReader(w, r.Body, cfg.MaxBodyBytes)
+		if r.Body != nil && r.Body != http.NoBody {
+			if cfg.BodyTimeout > 0 {
+				r.Body = bodyDeadline(w, r.Body, cfg.BodyTimeout)
+			}
+			if cfg.MaxBodyBytes > 0 {
+				r.Body = http.MaxBytesReader(w, r.Body, cfg.MaxBodyBytes)
+			}
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// hostAllowed accepts a Host header naming localhost, an IP address or a
+// configured name ("*" accepts any). An IP address cannot be rebound: DNS
+// rebinding needs a name the attacker controls, which the browser then
+// sends as Host. An empty Host (HTTP/1.0) names nothing to rebind either.
+func hostAllowed(hostport string, allowed map[string]bool) bool {
+	if hostport == "" || allowed["*"] {
+		return true
+	}
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
+	if host == "localhost" || allowed[host] {
+		return true
+	}
+	_, err := netip.ParseAddr(host)
+	return err == nil
+}
+
+// bodyDeadline bounds the time the request body may take to arrive: a
+// client dripping it byte by byte would otherwise hold its connection (and
+// a handler) as long as it likes. The deadline is on the connection's
+// reads and is lifted once the body is read, because after that the
+// server's own read watches for the client going away, and a deadline
+// passing there would cancel a long tool call or end a stream. A body
+// read past the deadline fails with an error matching
+// os.ErrDeadlineExceeded; the server then closes the connection.
+func bodyDeadline(w http.ResponseWriter, body io.ReadCloser, d time.Duration) io.ReadCloser {
+	rc := http.NewResponseController(w)
+	if rc.SetReadDeadline(time.Now().Add(d)) != nil {
+		return body // a writer without deadlines (a test recorder): nothing to bound
+	}
+	return &deadlineBody{ReadCloser: body, lift: func() { _ = rc.SetReadDeadline(time.Time{}) }}
+}
+
+// deadlineBody lifts its read deadline when the body has been read to
+// its end.
+type deadlineBody struct {
+	io.ReadCloser
+	lift func()
+	once sync.Once
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.once.Do(b.lift)
+	}
+	return n, err
 }
 
 // bearerOK compares the request's bearer token with the configured one in

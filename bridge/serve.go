@@ -188,7 +188,12 @@ func (g *Gateway) ServeHTTP(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+		// Bodies are bounded per request (serve.body_timeout, see
+		// guardHTTP), not by ReadTimeout, which would also cut off a
+		// session's long-lived GET stream. IdleTimeout ends kept-alive
+		// connections nobody uses: without it they are held for ever.
+		IdleTimeout: 2 * time.Minute,
+		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
 	srv.RegisterOnShutdown(g.activity.EndStreams) // the status page's streams never go idle
 	errc := make(chan error, 1)

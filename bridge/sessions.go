@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -343,6 +344,14 @@ func readMessage(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 		if tooLarge := new(http.MaxBytesError); errors.As(err, &tooLarge) {
 			writeRPCError(w, http.StatusRequestEntityTooLarge, nil, mcp.INVALID_REQUEST,
 				tooLargeMessage(tooLarge.Limit))
+			return nil, false
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			// serve.body_timeout passed (see bodyDeadline): the connection
+			// cannot be read any more, so it closes after this answer.
+			w.Header().Set("Connection", "close")
+			writeRPCError(w, http.StatusRequestTimeout, nil, mcp.INVALID_REQUEST,
+				"the request body took longer than serve.body_timeout to arrive")
 			return nil, false
 		}
 		writeRPCError(w, http.StatusBadRequest, nil, mcp.PARSE_ERROR, fmt.Sprintf("reading the request body: %v", err))

@@ -476,10 +476,21 @@ type Serve struct {
 	AuthToken string `koanf:"auth_token" json:"auth_token,omitempty"`
 	// AllowedOrigins are accepted in the Origin header besides loopback ones.
 	AllowedOrigins []string `koanf:"allowed_origins" json:"allowed_origins"`
+	// AllowedHosts are host names accepted in the Host header besides
+	// localhost and IP addresses, such as the name a load balancer or
+	// DNS gives the gateway; "*" accepts any. Any other name is refused,
+	// on every endpoint but /healthz: a web page that rebinds its own
+	// name to the gateway's address (DNS rebinding) must not read it.
+	AllowedHosts []string `koanf:"allowed_hosts" json:"allowed_hosts"`
 	// MaxBodyBytes bounds one message from a client (default 4 MiB): an
 	// HTTP request body, or a line on stdin. A longer one gets a JSON-RPC
 	// error and is never held in memory.
 	MaxBodyBytes int64 `koanf:"max_body_bytes" json:"max_body_bytes"`
+	// BodyTimeout bounds the time a client may take to send one HTTP
+	// request body, counted from the end of its headers (default 30s). A
+	// slower one gets 408 and its connection is closed, so clients that
+	// drip a body cannot hold connections open.
+	BodyTimeout time.Duration `koanf:"body_timeout" json:"body_timeout"`
 	// MaxInFlight bounds concurrent calls per session (default 64).
 	MaxInFlight int `koanf:"max_in_flight" json:"max_in_flight"`
 	// ShutdownGrace is how long in-flight calls may finish on SIGTERM or
@@ -594,6 +605,7 @@ func Default() Config {
 			Transport:     ServeStdio,
 			Listen:        "127.0.0.1:8080",
 			MaxBodyBytes:  4 << 20,
+			BodyTimeout:   30 * time.Second,
 			MaxInFlight:   64,
 			ShutdownGrace: 10 * time.Second,
 

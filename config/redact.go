@@ -74,6 +74,7 @@ func (c *Config) clone() *Config {
 	r.DeferrablePrefixes = slices.Clone(c.DeferrablePrefixes)
 	r.Tools = slices.Clone(c.Tools)
 	r.Serve.AllowedOrigins = slices.Clone(c.Serve.AllowedOrigins)
+	r.Serve.AllowedHosts = slices.Clone(c.Serve.AllowedHosts)
 	r.Hooks = slices.Clone(c.Hooks)
 	for i := range r.Hooks {
 		r.Hooks[i].Args = slices.Clone(r.Hooks[i].Args)

@@ -188,7 +188,7 @@ func TestRenderDefaultsRoundTrip(t *testing.T) {
 			t.Fatalf("loading rendered defaults (%s): %v\n%s", format, err, out)
 		}
 		// Empty lists render as [] and come back empty, not nil.
-		back.NeverDefer, back.Tools, back.Hooks, back.Serve.AllowedOrigins = nil, nil, nil, nil
+		back.NeverDefer, back.Tools, back.Hooks, back.Serve.AllowedOrigins, back.Serve.AllowedHosts = nil, nil, nil, nil, nil
 		if !reflect.DeepEqual(*back, d) {
 			t.Errorf("%s round trip of defaults:\n got %+v\nwant %+v", format, *back, d)
 		}

@@ -294,7 +294,13 @@ func (v *validator) serve(p keyPath, s Serve) {
 			v.fail(p.key("allowed_origins").at(i), "invalid origin %s: want scheme://host[:port], such as \"https://app.example.com\"", quoteShort(o))
 		}
 	}
+	for i, h := range s.AllowedHosts {
+		if h != "*" && !validHostName(h) {
+			v.fail(p.key("allowed_hosts").at(i), "invalid host name %s: want a name without scheme or port, such as \"toolbridge.example.com\", or \"*\" for any", quoteShort(h))
+		}
+	}
 	v.positive(p.key("max_body_bytes"), s.MaxBodyBytes)
+	v.positiveDuration(p.key("body_timeout"), s.BodyTimeout)
 	v.positive(p.key("max_in_flight"), int64(s.MaxInFlight))
 	v.nonNegativeDuration(p.key("shutdown_grace"), s.ShutdownGrace)
 	v.positiveDuration(p.key("session_idle_timeout"), s.SessionIdleTimeout)
@@ -580,4 +586,24 @@ func (v *validator) auth(p keyPath, a Auth, readKey bool) {
 			v.fail(p, "private keys sign client_credentials assertions: set type: client_credentials")
 		}
 	}
+}
+
+// validHostName reports whether h is a DNS host name (letters, digits and
+// hyphens in dot-separated labels of at most 63 characters), which is what
+// serve.allowed_hosts compares with the Host header, port stripped.
+func validHostName(h string) bool {
+	if h == "" || len(h) > 253 {
+		return false
+	}
+	for label := range strings.SplitSeq(h, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for _, c := range label {
+			if !(c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+				return false
+			}
+		}
+	}
+	return true
 }

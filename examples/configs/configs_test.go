@@ -121,7 +121,11 @@ func TestYAMLShowsDefaults(t *testing.T) {
 	if len(gs.AllowedOrigins) != 0 {
 		t.Errorf("serve.allowed_origins = %q, the default is empty", gs.AllowedOrigins)
 	}
+	if len(gs.AllowedHosts) != 0 {
+		t.Errorf("serve.allowed_hosts = %q, the default is empty", gs.AllowedHosts)
+	}
 	gs.AllowedOrigins, ws.AllowedOrigins = nil, nil
+	gs.AllowedHosts, ws.AllowedHosts = nil, nil
 	if !reflect.DeepEqual(gs, ws) {
 		t.Errorf("serve = %#v, the default is %#v", gs, ws)
 	}
