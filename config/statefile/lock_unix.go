@@ -24,6 +24,9 @@ func (d Dir) Lock(name string) (unlock func(), err error) {
 	if err := os.MkdirAll(filepath.Dir(p), DirMode); err != nil {
 		return nil, fmt.Errorf("creating state directory: %w", err)
 	}
+	if err := d.checkWriteDir(filepath.Dir(p)); err != nil {
+		return nil, fmt.Errorf("locking state file: %w", err)
+	}
 	lp := filepath.Join(filepath.Dir(p), "."+filepath.Base(p)+".lock")
 	f, err := os.OpenFile(lp, os.O_CREATE|os.O_RDWR, FileMode)
 	if err != nil {

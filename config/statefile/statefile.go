@@ -5,7 +5,10 @@
 // Every file is written atomically (a temporary file in the same directory,
 // synced, then renamed over the old one), so a reader or a crash never sees
 // half a file. Files are created 0600 and directories 0700: the state may
-// hold credentials. A file that does not parse is a *CorruptError naming it,
+// hold credentials. What is read must be the user's alone, as ssh asks of
+// its files: a symbolic link out of the directory, or a file or directory
+// that group or others may write or another user owns, is an
+// *UnsafeError and is not read. A file that does not parse is a *CorruptError naming it,
 // and Update leaves such a file alone rather than overwrite what a person
 // may still want to rescue.
 //
@@ -17,6 +20,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -107,15 +111,24 @@ func checkName(name string) error {
 }
 
 // Read returns the content of the state file name. A missing file is an
-// error that matches fs.ErrNotExist.
+// error that matches fs.ErrNotExist. A file that someone other than the
+// user could have put there or changed (a symbolic link out of the state
+// directory, a file or directory writable by group or others or owned by
+// another user) is not read: the error is an *UnsafeError naming it and
+// the fix.
 func (d Dir) Read(name string) ([]byte, error) {
 	p, err := d.Path(name)
 	if err != nil {
 		return nil, err
 	}
-	b, err := os.ReadFile(p)
+	f, err := d.openChecked(p)
 	if err != nil {
 		return nil, fmt.Errorf("reading state file: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fmt.Errorf("reading state file %s: %w", p, err)
 	}
 	return b, nil
 }
@@ -129,6 +142,9 @@ func (d Dir) Write(name string, data []byte) error {
 	}
 	if err := os.MkdirAll(filepath.Dir(p), DirMode); err != nil {
 		return fmt.Errorf("creating state directory: %w", err)
+	}
+	if err := d.checkWriteDir(filepath.Dir(p)); err != nil {
+		return fmt.Errorf("writing state file: %w", err)
 	}
 	// The temporary file sits beside the target so the rename stays on one
 	// file system and is atomic; its leading dot keeps it out of List.
