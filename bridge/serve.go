@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
@@ -17,6 +18,7 @@ import (
 	"github.com/toolbridge/toolbridge/bridge/ui"
 	"github.com/toolbridge/toolbridge/bridge/upstream"
 	"github.com/toolbridge/toolbridge/config"
+	"github.com/toolbridge/toolbridge/trace"
 )
 
 // ServeStdio serves one client over in and out (the process's stdin and
@@ -241,12 +243,14 @@ const flushGrace = time.Second
 // transportLogger is the logger for mcp-go's transports. They log routine
 // events at Info (the streamable HTTP server logs "Delivered sampling
 // response" for every sampling, elicitation and roots answer), which for a
-// gateway is debug detail; warnings and errors keep their level.
+// gateway is debug detail; warnings and errors keep their level. They
+// also log session ids ("session", "sessionID"), which are credentials:
+// those are logged as trace.SessionRef gives them.
 func transportLogger(l *slog.Logger) *slog.Logger {
 	return slog.New(demoteInfo{l.Handler()})
 }
 
-// demoteInfo logs Info records at Debug.
+// demoteInfo logs Info records at Debug and session ids as their hash.
 type demoteInfo struct{ slog.Handler }
 
 func (h demoteInfo) Enabled(ctx context.Context, level slog.Level) bool {
@@ -254,12 +258,29 @@ func (h demoteInfo) Enabled(ctx context.Context, level slog.Level) bool {
 }
 
 func (h demoteInfo) Handle(ctx context.Context, r slog.Record) error {
-	r.Level = demoted(r.Level)
-	return h.Handler.Handle(ctx, r)
+	out := slog.NewRecord(r.Time, demoted(r.Level), r.Message, r.PC)
+	r.Attrs(func(a slog.Attr) bool {
+		out.AddAttrs(hashSession(a))
+		return true
+	})
+	return h.Handler.Handle(ctx, out)
 }
 
 func (h demoteInfo) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return demoteInfo{h.Handler.WithAttrs(attrs)}
+	hashed := make([]slog.Attr, len(attrs))
+	for i, a := range attrs {
+		hashed[i] = hashSession(a)
+	}
+	return demoteInfo{h.Handler.WithAttrs(hashed)}
+}
+
+// hashSession replaces a session id attribute's value with its hash.
+func hashSession(a slog.Attr) slog.Attr {
+	switch strings.ToLower(a.Key) {
+	case "session", "sessionid", "session_id", "mcp-session-id":
+		return slog.String(a.Key, trace.SessionRef(a.Value.String()))
+	}
+	return a
 }
 
 func (h demoteInfo) WithGroup(name string) slog.Handler { return demoteInfo{h.Handler.WithGroup(name)} }

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+
+	"github.com/toolbridge/toolbridge/trace"
 )
 
 // TestTransportLoggerDemotesInfo: mcp-go's routine Info lines ("Delivered
@@ -31,5 +33,28 @@ func TestTransportLoggerDemotesInfo(t *testing.T) {
 				t.Fatalf("shown = %v, want %v; log:\n%s", got, tt.shown, buf.String())
 			}
 		})
+	}
+}
+
+// mcp-go logs session ids ("Sweeping expired session", "session", id);
+// an id is a credential, so the log shows its hash.
+func TestTransportLoggerHashesSessionIDs(t *testing.T) {
+	var buf bytes.Buffer
+	base := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	l := transportLogger(base)
+	l.Info("Sweeping expired session", "session", "mcp-session-LIVE1")
+	l.Warn("failed to terminate session during CloseSessions", "sessionID", "mcp-session-LIVE2", "err", "x")
+	l.With("session", "mcp-session-LIVE3").Error("Failed to resume stream")
+	out := buf.String()
+	if strings.Contains(out, "LIVE") {
+		t.Errorf("the transport log shows a session id:\n%s", out)
+	}
+	for _, id := range []string{"mcp-session-LIVE1", "mcp-session-LIVE2", "mcp-session-LIVE3"} {
+		if !strings.Contains(out, trace.SessionRef(id)) {
+			t.Errorf("the transport log lacks the hash of %s:\n%s", id, out)
+		}
+	}
+	if !strings.Contains(out, "err=x") {
+		t.Errorf("other attributes were lost:\n%s", out)
 	}
 }
