@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"sync"
 	"syscall"
@@ -306,4 +307,29 @@ func (r rawHTTP) doLong(url string) rawAnswer {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return rawAnswer{status: resp.StatusCode, body: string(b)}
+}
+
+// FuzzHostAllowed: whatever a client puts in Host, the check never
+// panics, and it accepts only localhost, an IP address or a configured
+// name.
+func FuzzHostAllowed(f *testing.F) {
+	for _, s := range []string{"", "localhost", "localhost:8080", "LOCALHOST.", "127.0.0.1:80", "[::1]:8080", "::1",
+		"[fe80::1%25eth0]:80", "attacker.example", "attacker.example:80", "127.0.0.1.nip.io", "gw.example.com:443",
+		"[gw.example.com]", "localhost.attacker.example", ":80", "[", "]:", "a:b:c", "\x00", "％"} {
+		f.Add(s)
+	}
+	allowed := map[string]bool{"gw.example.com": true}
+	f.Fuzz(func(t *testing.T, host string) {
+		if !hostAllowed(host, allowed) {
+			return
+		}
+		h := host
+		if hh, _, err := net.SplitHostPort(host); err == nil {
+			h = hh
+		}
+		h = strings.TrimSuffix(strings.ToLower(strings.Trim(h, "[]")), ".")
+		if _, err := netip.ParseAddr(h); host != "" && h != "localhost" && !allowed[h] && err != nil {
+			t.Fatalf("Host %q accepted, naming %q", host, h)
+		}
+	})
 }
