@@ -223,6 +223,10 @@ type Config struct {
 	UI UI `koanf:"ui" json:"ui"`
 	// Hooks run around every tool call, in order.
 	Hooks []Hook `koanf:"hooks" json:"hooks"`
+	// Access rules say which tools each caller may see and call; they need
+	// serve.oauth (who is calling). First match wins; with rules present, a
+	// caller no rule selects sees no tools.
+	Access []AccessRule `koanf:"access" json:"access,omitempty"`
 	// Audit writes one JSON line per tool call.
 	Audit Audit `koanf:"audit" json:"audit"`
 
@@ -503,6 +507,46 @@ type Serve struct {
 	// MaxSessions bounds the HTTP sessions held at once (default 1024).
 	// Opening one more ends the least recently used idle one.
 	MaxSessions int `koanf:"max_sessions" json:"max_sessions"`
+	// OAuth makes the HTTP transport an OAuth 2.1 protected resource: every
+	// request needs an access token (a JWT) from Issuer naming Audience.
+	// It excludes AuthToken: configure one or the other.
+	OAuth OAuth `koanf:"oauth" json:"oauth"`
+}
+
+// OAuth configures the gateway as an OAuth 2.1 protected resource (MCP
+// authorization; RFC 9728 metadata, RFC 8707 audience).
+type OAuth struct {
+	// Issuer is the authorization server's issuer URL; its RFC 8414 or
+	// OpenID Connect metadata names the JWKS that signs access tokens. It
+	// must be https://, except on a loopback host.
+	Issuer string `koanf:"issuer" json:"issuer"`
+	// Audience is this gateway's resource URL (such as
+	// https://gw.example.com/mcp): a token's aud must contain it, so a
+	// token minted for any other resource is refused.
+	Audience string `koanf:"audience" json:"audience"`
+	// GroupsClaim is the claim holding the caller's groups or roles
+	// (default "groups"); access rules select on them.
+	GroupsClaim string `koanf:"groups_claim" json:"groups_claim"`
+	// RequiredScopes must all be in the token's scope; a token without
+	// one gets 403 insufficient_scope.
+	RequiredScopes []string `koanf:"required_scopes" json:"required_scopes,omitempty"`
+}
+
+// Enabled reports whether OAuth is configured.
+func (o OAuth) Enabled() bool { return o.Issuer != "" || o.Audience != "" }
+
+// AccessRule says what the callers it selects may see and call. Rules are
+// tried in order and the first whose selector matches the caller decides;
+// with rules present, a caller no rule selects gets nothing.
+type AccessRule struct {
+	// Groups selects callers in any of these groups (serve.oauth.groups_claim).
+	Groups []string `koanf:"groups" json:"groups,omitempty"`
+	// Subjects selects callers whose token subject (sub) is one of these.
+	Subjects []string `koanf:"subjects" json:"subjects,omitempty"`
+	// Allow are globs on "server::tool" that the caller may see and call.
+	Allow []string `koanf:"allow" json:"allow,omitempty"`
+	// Deny are globs on "server::tool" taken out of Allow.
+	Deny []string `koanf:"deny" json:"deny,omitempty"`
 }
 
 // Timeouts for upstream servers.
@@ -611,6 +655,7 @@ func Default() Config {
 
 			SessionIdleTimeout: 30 * time.Minute,
 			MaxSessions:        1024,
+			OAuth:              OAuth{GroupsClaim: "groups"},
 		},
 		Timeouts:          Timeouts{Connect: 30 * time.Second, Call: 60 * time.Second},
 		StartupWait:       5 * time.Second,

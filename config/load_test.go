@@ -79,6 +79,7 @@ func wantFull() Config {
 
 			SessionIdleTimeout: 5 * time.Minute,
 			MaxSessions:        100,
+			OAuth:              OAuth{GroupsClaim: "groups"},
 		},
 		Timeouts:          Timeouts{Connect: 10 * time.Second, Call: 90 * time.Second},
 		StartupWait:       2 * time.Second,

@@ -68,6 +68,8 @@ func normalize(c *Config) {
 	c.Trust.Mode = TrustMode(tm)
 	lower(&c.Trust.NewServers)
 	lower(&c.Policy.Destructive)
+	c.Serve.OAuth.Issuer = strings.TrimSpace(c.Serve.OAuth.Issuer)
+	c.Serve.OAuth.Audience = strings.TrimSpace(c.Serve.OAuth.Audience)
 	for i := range c.Hooks {
 		h := &c.Hooks[i]
 		if h.Match == "" {
@@ -164,6 +166,7 @@ func validate(c *Config, prov provenance) []error {
 	v.oneOf(root.key("disclosure"), c.Disclosure, DisclosureBridge, DisclosureActivate)
 	v.search(root.key("search"), c.Search)
 	v.serve(root.key("serve"), c.Serve)
+	v.access(root.key("access"), c.Access, c.Serve)
 
 	v.nonNegativeDuration(root.key("startup_wait"), c.StartupWait)
 	t := root.key("timeouts")
@@ -305,6 +308,87 @@ func (v *validator) serve(p keyPath, s Serve) {
 	v.nonNegativeDuration(p.key("shutdown_grace"), s.ShutdownGrace)
 	v.positiveDuration(p.key("session_idle_timeout"), s.SessionIdleTimeout)
 	v.positive(p.key("max_sessions"), int64(s.MaxSessions))
+	v.oauth(p.key("oauth"), s)
+}
+
+// oauth checks serve.oauth: both URLs, https unless loopback, and that it
+// is not combined with serve.auth_token (which would be a silent choice
+// between two ways of letting callers in).
+func (v *validator) oauth(p keyPath, s Serve) {
+	o := s.OAuth
+	if !o.Enabled() {
+		return
+	}
+	if s.AuthToken != "" {
+		v.fail(p, "serve.oauth and serve.auth_token are both set: configure one (oauth for a team, auth_token for one user)")
+	}
+	if s.Transport != ServeHTTP {
+		v.fail(p, "needs serve.transport: http (stdio has no caller to authenticate)")
+	}
+	if o.Issuer == "" {
+		v.fail(p.key("issuer"), `missing: want the authorization server's issuer URL, such as "https://idp.example.com"`)
+	} else if err := CheckIssuerURL(o.Issuer); err != nil {
+		v.fail(p.key("issuer"), "%v", err)
+	}
+	if o.Audience == "" {
+		v.fail(p.key("audience"), `missing: want this gateway's resource URL, such as "https://gw.example.com/mcp"`)
+	} else if u, err := url.Parse(o.Audience); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Fragment != "" {
+		v.fail(p.key("audience"), "invalid resource URL %s: want an absolute http(s) URL without a fragment (RFC 8707)", quoteShort(o.Audience))
+	}
+	if strings.TrimSpace(o.GroupsClaim) == "" {
+		v.fail(p.key("groups_claim"), `must not be empty (default "groups")`)
+	}
+	for i, sc := range o.RequiredScopes {
+		if sc == "" || strings.ContainsAny(sc, " \t\"\\") {
+			v.fail(p.key("required_scopes").at(i), "invalid scope %s: want a non-empty token without spaces or quotes", quoteShort(sc))
+		}
+	}
+}
+
+// CheckIssuerURL checks an OAuth issuer: an absolute URL without query or
+// fragment (RFC 8414 §2), over https unless the host is loopback (a local
+// IdP or a test); a token signed by an issuer reached over plain HTTP on a
+// network could be forged by anyone on the path.
+func CheckIssuerURL(issuer string) error {
+	u, err := url.Parse(issuer)
+	if err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("invalid issuer %s: want an absolute URL without query or fragment, such as \"https://idp.example.com\"", quoteShort(issuer))
+	}
+	switch u.Scheme {
+	case "https":
+		return nil
+	case "http":
+		if isLoopback(u.Hostname()) {
+			return nil
+		}
+		return fmt.Errorf("issuer %s must use https:// (plain http:// is allowed only on a loopback host)", quoteShort(issuer))
+	}
+	return fmt.Errorf("invalid issuer %s: want an https:// URL", quoteShort(issuer))
+}
+
+// access checks the access rules: each selects someone and allows
+// something, with valid globs, and they need serve.oauth to know who calls.
+func (v *validator) access(p keyPath, rules []AccessRule, s Serve) {
+	if len(rules) > 0 && !s.OAuth.Enabled() {
+		v.fail(p, "needs serve.oauth: access rules select callers by their token's subject and groups")
+	}
+	for i, r := range rules {
+		rp := p.at(i)
+		if len(r.Groups) == 0 && len(r.Subjects) == 0 {
+			v.fail(rp, `selects nobody: want groups: [...] or subjects: [...] (use groups: ["*"] for every caller)`)
+		}
+		v.names(rp.key("groups"), r.Groups)
+		v.names(rp.key("subjects"), r.Subjects)
+		if len(r.Allow) == 0 && len(r.Deny) == 0 {
+			v.fail(rp.key("allow"), `missing: want globs on "server::tool" such as "github::*" (or deny: ["*"] to shut the callers it selects out)`)
+		}
+		for j, g := range r.Allow {
+			v.glob(rp.key("allow").at(j), g)
+		}
+		for j, g := range r.Deny {
+			v.glob(rp.key("deny").at(j), g)
+		}
+	}
 }
 
 // listen checks a host:port and that a non-loopback address is allowed.
