@@ -23,6 +23,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -30,6 +31,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/toolbridge/toolbridge/bridge/access"
 	"github.com/toolbridge/toolbridge/bridge/policy"
 	"github.com/toolbridge/toolbridge/bridge/upstream"
 	"github.com/toolbridge/toolbridge/config/toolid"
@@ -58,7 +60,7 @@ func (g *Gateway) directHandler(t *Tool) server.ToolHandlerFunc {
 // that is not an exposed name is sent to the tool resolve finds for it
 // (TestAliasFormsCannotBeCaptured).
 func (g *Gateway) routeDeferred(ctx context.Context, id any, req *mcp.CallToolRequest) {
-	cat := g.Catalog()
+	cat := g.catalogFor(ctx)
 	if metaNames[req.Params.Name] {
 		return
 	}
@@ -114,7 +116,7 @@ func (g *Gateway) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp
 		}
 		argsKey = "arguments"
 	}
-	cat := g.Catalog()
+	cat := g.catalogFor(ctx)
 	if metaNames[toolid.Clean(name)] {
 		return toolError("%s is a toolbridge meta-tool: call it directly, not through tool_call. Usage: tool_search {\"query\": \"...\"}; tool_describe {\"tool_name\": \"<id>\"}; tool_call {\"tool_name\": \"<id>\", \"tool_args\": {...}}.", toolid.Clean(name)), nil
 	}
@@ -244,8 +246,16 @@ func (g *Gateway) resolve(cat *Catalog, name string) (*Tool, string) {
 	if r, ok := cat.findRemoved(clean); ok {
 		return g.recheck(r)
 	}
-	if why := g.unreachableServer(clean); why != "" {
-		return nil, why
+	if cat.full != nil {
+		// A caller's view: the index knows every tool, the caller may
+		// not; neither the guesses nor a down server's name may tell
+		// them of one they cannot see.
+		candidates = slices.DeleteFunc(candidates, func(id string) bool { _, ok := cat.ByID(id); return !ok })
+	}
+	if server, _, ok := toolid.Split(clean); !ok || cat.full == nil || cat.grant.AllowsServer(server) {
+		if why := g.unreachableServer(clean); why != "" {
+			return nil, why
+		}
 	}
 	if ambiguous(clean, candidates) {
 		return nil, fmt.Sprintf("Tool name %q is ambiguous: %d servers have a tool of that name: %s. Call it by its full id, e.g. %s.", clip(name, maxEcho), len(candidates), strings.Join(candidates, ", "), candidates[0])
@@ -369,13 +379,14 @@ func (g *Gateway) dispatch(ctx context.Context, c call) (res *mcp.CallToolResult
 // whether the client called it directly or through tool_call.
 func (g *Gateway) observedCall(ctx context.Context, c call, u *upstream.Conn) (*mcp.CallToolResult, error) {
 	start := time.Now()
+	subject := access.FromContext(ctx).String()
 	ctx, toolSpan := g.tel.StartTool(ctx, trace.ToolCall{
 		Server: c.tool.Server, Tool: c.tool.Name, Class: c.tool.Verdict.Class, Via: c.via,
-		Arguments: recordable(g.tel, c.args),
+		Arguments: recordable(g.tel, c.args), EndUser: subject,
 	})
 	hc := policy.Call{
 		Server: c.tool.Server, Tool: c.tool.Name, Class: c.tool.Verdict.Class, Via: c.via,
-		Arguments: c.args, SessionID: sessionID(ctx), Annotations: annotationsOf(c.tool.Tool),
+		Arguments: c.args, SessionID: sessionID(ctx), Subject: subject, Annotations: annotationsOf(c.tool.Tool),
 	}
 	// One call, one set of hooks: a reload closes the old ones only after
 	// the calls that started with them are done.

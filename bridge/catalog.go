@@ -8,6 +8,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/toolbridge/toolbridge/bridge/access"
 	"github.com/toolbridge/toolbridge/bridge/trust"
 	"github.com/toolbridge/toolbridge/bridge/upstream"
 	"github.com/toolbridge/toolbridge/classify"
@@ -102,6 +103,10 @@ type Catalog struct {
 	// lower case, to its name: the alias rule of resolve reads
 	// "server__tool" against it.
 	servers map[string]string
+	// full is, in a caller's view (see catalogFor), the whole catalog the
+	// view was cut from; nil in the whole catalog.
+	full  *Catalog
+	grant access.Grant // the grant a view was cut for
 }
 
 // ServerResource is a resource and the server it came from.

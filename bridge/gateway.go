@@ -86,6 +86,7 @@ type Gateway struct {
 	hitSummaries *hitSummaries
 
 	catalog     atomic.Pointer[Catalog]
+	views       views // the callers' views of the catalog (see catalogFor)
 	rebuildMu   sync.Mutex
 	serverDocs  map[string][sha256.Size]byte // per server: fingerprint of what the index holds
 	toolsPrint  []byte                       // fingerprint of the registered tool list
@@ -163,11 +164,15 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	subs := newSubscriptions(g)
 	hooks.AddAfterSubscribe(subs.subscribed)
 	hooks.AddAfterUnsubscribe(subs.unsubscribed)
+	hooks.AddAfterListResources(g.filterResources)
+	hooks.AddAfterListResourceTemplates(g.filterTemplates)
 	hooks.AddOnUnregisterSession(func(ctx context.Context, s server.ClientSession) { g.revealed.forget(s.SessionID()) })
 	g.srv = server.NewMCPServer("toolbridge", Version,
 		server.WithHooks(hooks),
 		server.WithToolFilter(g.hideRemoved), // first: see its doc
 		server.WithToolFilter(g.addRevealed),
+		server.WithToolFilter(g.filterAccess), // last: see its doc
+		server.WithPromptFilter(g.filterPrompts),
 		server.WithToolHandlerMiddleware(g.countCalls),
 		server.WithToolHandlerMiddleware(g.traceToolCalls),
 		server.WithToolHandlerMiddleware(newInFlight(cfg.Serve.MaxInFlight).middleware),

@@ -174,11 +174,11 @@ func (f *inFlight) middleware(next server.ToolHandlerFunc) server.ToolHandlerFun
 		return next
 	}
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		id := sessionID(ctx)
+		id := inFlightKey(ctx)
 		f.mu.Lock()
 		if f.calls[id] >= f.limit {
 			f.mu.Unlock()
-			return toolError("This session already has %d tool calls running (serve.max_in_flight). Wait for some to finish, then call again.", f.limit), nil
+			return toolError("This %s already has %d tool calls running (serve.max_in_flight). Wait for some to finish, then call again.", inFlightWho(id), f.limit), nil
 		}
 		f.calls[id]++
 		f.mu.Unlock()

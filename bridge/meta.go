@@ -281,7 +281,7 @@ func (g *Gateway) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*m
 	if len(query) > maxQueryBytes {
 		query = truncateUTF8(query, maxQueryBytes)
 	}
-	res, oc := g.search(ctx, g.Catalog(), query, limit, filter)
+	res, oc := g.search(ctx, g.catalogFor(ctx), query, limit, filter)
 	g.recordSearch(ctx, query, res)
 	span := serverSpanFrom(ctx)
 	span.SetSearch(len(query), limit, len(res.Tools), query)
@@ -343,6 +343,11 @@ func (g *Gateway) search(ctx context.Context, cat *Catalog, query string, limit 
 		return out, semantic.Outcome{}
 	}
 	want := limit + len(cat.Visible)
+	if cat.full != nil {
+		// A caller's view: the index ranks every tool, so the hidden
+		// ones may take places too.
+		want = limit + len(cat.full.Visible) + len(cat.full.Tools) - len(cat.Tools)
+	}
 	if filter.on() {
 		// The filter may drop any number of matches: rank them all.
 		want = len(cat.Tools)
@@ -555,7 +560,7 @@ func (g *Gateway) handleDescribe(ctx context.Context, req mcp.CallToolRequest) (
 	if err != nil || (format != "" && format != "mcp" && format != "openai") {
 		return toolError("tool_describe: format must be \"mcp\" or \"openai\""), nil
 	}
-	cat := g.Catalog()
+	cat := g.catalogFor(ctx)
 	var described []json.RawMessage
 	var problems []string
 	for _, name := range names {

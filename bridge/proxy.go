@@ -17,6 +17,11 @@ import (
 // prompt's original name.
 func (g *Gateway) promptHandler(p *Prompt) server.PromptHandlerFunc {
 	return func(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		if g.serverHidden(ctx, p.Server) {
+			// The prompt filter keeps it from being found; this holds
+			// even if a later change let a stale name through.
+			return nil, fmt.Errorf("prompt '%s' not found: %w", req.Params.Name, server.ErrPromptNotFound)
+		}
 		u, ok := g.pool.Get(p.Server)
 		if !ok {
 			return nil, fmt.Errorf("server %q is not connected", p.Server)
@@ -37,6 +42,9 @@ func (g *Gateway) promptHandler(p *Prompt) server.PromptHandlerFunc {
 // resource or template.
 func (g *Gateway) resourceHandler(serverName string) server.ResourceHandlerFunc {
 	return func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+		if g.serverHidden(ctx, serverName) {
+			return nil, fmt.Errorf("handler not found for resource URI '%s': %w", req.Params.URI, server.ErrResourceNotFound)
+		}
 		u, ok := g.pool.Get(serverName)
 		if !ok {
 			return nil, fmt.Errorf("server %q is not connected", serverName)
@@ -58,7 +66,7 @@ func (g *Gateway) resourceHandler(serverName string) server.ResourceHandlerFunc 
 type completer struct{ g *Gateway }
 
 func (c completer) CompletePromptArgument(ctx context.Context, name string, arg mcp.CompleteArgument, cctx mcp.CompleteContext) (*mcp.Completion, error) {
-	for _, p := range c.g.Catalog().Prompts {
+	for _, p := range c.g.catalogFor(ctx).Prompts {
 		if p.Exposed == name {
 			return c.complete(ctx, p.Server, map[string]any{"type": "ref/prompt", "name": p.Prompt.Name}, arg, cctx)
 		}
@@ -67,7 +75,7 @@ func (c completer) CompletePromptArgument(ctx context.Context, name string, arg 
 }
 
 func (c completer) CompleteResourceArgument(ctx context.Context, uri string, arg mcp.CompleteArgument, cctx mcp.CompleteContext) (*mcp.Completion, error) {
-	for _, t := range c.g.Catalog().Templates {
+	for _, t := range c.g.catalogFor(ctx).Templates {
 		if t.Template.URITemplate != nil && t.Template.URITemplate.Raw() == uri {
 			return c.complete(ctx, t.Server, map[string]any{"type": "ref/resource", "uri": uri}, arg, cctx)
 		}

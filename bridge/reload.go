@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/toolbridge/toolbridge/bridge/access"
 	"github.com/toolbridge/toolbridge/bridge/policy"
 	"github.com/toolbridge/toolbridge/bridge/trust"
 	"github.com/toolbridge/toolbridge/bridge/upstream"
@@ -32,6 +33,10 @@ type settings struct {
 	// reload replaces the hooks, the old ones (an open audit file) are
 	// closed only after the last of them ends.
 	calls upstream.Activity
+	// access is the compiled access rules; tokens validates the callers'
+	// access tokens (nil without serve.oauth).
+	access *access.Policy
+	tokens *access.Validator
 }
 
 // settings returns the settings in force. Read them once per operation,
@@ -64,6 +69,16 @@ func provision(cfg *config.Config, old *settings, logger *slog.Logger) (*setting
 			return nil, fmt.Errorf("opening the state directory: %w", err)
 		}
 		s.pins = trust.NewStore(dir)
+	}
+	s.access = access.NewPolicy(cfg.Access)
+	switch {
+	case !cfg.Serve.OAuth.Enabled():
+	case old != nil && old.tokens != nil && reflect.DeepEqual(old.cfg.Serve.OAuth, cfg.Serve.OAuth):
+		s.tokens = old.tokens // its JWKS and validated tokens stay warm
+	default:
+		if s.tokens, err = access.NewValidator(cfg.Serve.OAuth, access.ValidatorOptions{}); err != nil {
+			return nil, fmt.Errorf("building the token validator: %w", err)
+		}
 	}
 	if old != nil && sameHooks(old.cfg, cfg) {
 		s.hooks = old.hooks
@@ -121,6 +136,8 @@ func (g *Gateway) Reload(ctx context.Context, cfg *config.Config, specs []upstre
 	// a reload changes.
 	oldServe, newServe := old.cfg.Serve, cfg.Serve
 	oldServe.ShutdownGrace, newServe.ShutdownGrace = 0, 0
+	// serve.oauth is read per request, so a reload changes it too.
+	oldServe.OAuth, newServe.OAuth = config.OAuth{}, config.OAuth{}
 	if !reflect.DeepEqual(oldServe, newServe) {
 		sum.NeedRestart = append(sum.NeedRestart, "serve")
 	}

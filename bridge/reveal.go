@@ -117,7 +117,7 @@ func (g *Gateway) addRevealed(ctx context.Context, tools []mcp.Tool) []mcp.Tool 
 	if len(ids) == 0 {
 		return tools
 	}
-	cat := g.Catalog()
+	cat := g.catalogFor(ctx)
 	listed := make(map[string]bool, len(tools))
 	for _, t := range tools {
 		listed[t.Name] = true

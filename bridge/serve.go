@@ -139,15 +139,18 @@ func (g *Gateway) httpHandler() (http.Handler, func(context.Context)) {
 		server.WithStreamableHTTPLogger(transportLogger(g.logger)))
 	sessions.forget = endSession(mcpHandler)
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", g.countRequests(guardSessions(sessions, mcpHandler)))
-	page := g.uiHandler() // the status page, behind the same checks as /mcp
+	protect := g.protectResource(mux)
+	mux.Handle("/mcp", g.countRequests(protect(guardSessions(sessions, mcpHandler))))
+	// The status page, behind the same checks as /mcp (it names the
+	// upstreams and their tools: with serve.oauth it needs a token too).
+	page := protect(g.uiHandler())
 	mux.Handle(ui.Prefix, page)
 	mux.Handle("/ui", page)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = io.WriteString(w, "ok\n")
 	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+	mux.Handle("GET /readyz", protect(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		statuses := g.pool.Statuses()
 		ready := false
 		for _, s := range statuses {
@@ -164,7 +167,7 @@ func (g *Gateway) httpHandler() (http.Handler, func(context.Context)) {
 			body["held"] = held
 		}
 		_ = json.NewEncoder(w).Encode(body)
-	})
+	})))
 	return guardHTTP(serve, mux), mcpHandler.CloseSessions
 }
 

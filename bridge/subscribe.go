@@ -24,6 +24,9 @@ func newSubscriptions(g *Gateway) *subscriptions {
 }
 
 func (s *subscriptions) subscribed(ctx context.Context, id any, req *mcp.SubscribeRequest, _ *mcp.EmptyResult) {
+	if u := s.g.resourceOwner(req.Params.URI); u != nil && s.g.serverHidden(ctx, u.Name()) {
+		return // not the caller's: nothing is forwarded for them
+	}
 	s.mu.Lock()
 	s.count[req.Params.URI]++
 	first := s.count[req.Params.URI] == 1
@@ -34,6 +37,9 @@ func (s *subscriptions) subscribed(ctx context.Context, id any, req *mcp.Subscri
 }
 
 func (s *subscriptions) unsubscribed(ctx context.Context, id any, req *mcp.UnsubscribeRequest, _ *mcp.EmptyResult) {
+	if u := s.g.resourceOwner(req.Params.URI); u != nil && s.g.serverHidden(ctx, u.Name()) {
+		return
+	}
 	s.mu.Lock()
 	n := s.count[req.Params.URI]
 	if n <= 0 {

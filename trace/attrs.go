@@ -17,8 +17,11 @@ import (
 // here because the semconv Go packages of the SDK in our module graph no
 // longer ship the mcp namespace.
 const (
-	AttrMCPMethodName       = "mcp.method.name"
-	AttrMCPSessionID        = "mcp.session.id"
+	AttrMCPMethodName = "mcp.method.name"
+	AttrMCPSessionID  = "mcp.session.id"
+	// AttrEndUserID is the authenticated caller (the OAuth token's
+	// subject), never the token (OTel semantic conventions: enduser.id).
+	AttrEndUserID           = "enduser.id"
 	AttrMCPProtocolVersion  = "mcp.protocol.version"
 	AttrJSONRPCRequestID    = "jsonrpc.request.id"
 	AttrRPCStatusCode       = "rpc.response.status_code"

@@ -68,6 +68,8 @@ type ToolCall struct {
 	// Arguments are the real tool's arguments; recorded only with
 	// record_content.
 	Arguments any
+	// EndUser is the authenticated caller's subject, if any (enduser.id).
+	EndUser string
 }
 
 // Upstream is one request the gateway sends to an upstream server.
@@ -193,6 +195,9 @@ func (t *Telemetry) StartTool(ctx context.Context, c ToolCall) (context.Context,
 	attrs = append(attrs, gw...)
 	if sessionID != "" {
 		attrs = append(attrs, str(AttrMCPSessionID, SessionRef(sessionID)))
+	}
+	if c.EndUser != "" {
+		attrs = append(attrs, str(AttrEndUserID, c.EndUser))
 	}
 	if t.recordContent && c.Arguments != nil {
 		attrs = append(attrs, str(AttrGenAIToolArguments, contentString(c.Arguments)))

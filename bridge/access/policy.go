@@ -171,3 +171,12 @@ func serverMatch(pattern, server string) bool {
 	ok, err := path.Match(pattern, server)
 	return err == nil && ok && !strings.Contains(server, toolid.Separator)
 }
+
+// Key identifies the grant for caches of what it shows: grants with equal
+// keys allow the same tools (under one Policy).
+func (g Grant) Key() any {
+	if g.all {
+		return "all"
+	}
+	return g.rule
+}

@@ -25,6 +25,8 @@ type AuditRecord struct {
 	// gives it: the id itself would let a reader of the log continue a
 	// live session.
 	Session string `json:"session,omitempty"`
+	// Subject is the authenticated caller (serve.oauth), if any.
+	Subject string `json:"subject,omitempty"`
 	// Server and Tool are the real tool, whatever the client called.
 	Server string `json:"server"`
 	Tool   string `json:"tool"`
@@ -78,6 +80,7 @@ func (a *Audit) AfterCall(ctx context.Context, c Call, r Result) {
 	rec := AuditRecord{
 		Time:        time.Now().UTC(),
 		Session:     trace.SessionRef(c.SessionID),
+		Subject:     c.Subject,
 		Server:      c.Server,
 		Tool:        c.Tool,
 		Via:         c.Via,

@@ -149,7 +149,9 @@ type hookEvent struct {
 	Tool      string          `json:"tool"`
 	Arguments json.RawMessage `json:"arguments"`
 	Session   string          `json:"session"`
-	Class     string          `json:"class,omitempty"`
+	// Subject is the authenticated caller (serve.oauth), if any.
+	Subject string `json:"subject,omitempty"`
+	Class   string `json:"class,omitempty"`
 	// Annotations are the tool's MCP annotations, when it has any.
 	Annotations json.RawMessage `json:"annotations,omitempty"`
 	Via         string          `json:"via,omitempty"`
@@ -225,7 +227,7 @@ func newHookEvent(event string, c Call) hookEvent {
 	}
 	return hookEvent{
 		Event: event, Server: c.Server, Tool: c.Tool, Arguments: args,
-		Session: trace.SessionRef(c.SessionID), Class: string(c.Class), Via: c.Via,
+		Session: trace.SessionRef(c.SessionID), Subject: c.Subject, Class: string(c.Class), Via: c.Via,
 		Annotations: validJSON(c.Annotations),
 	}
 }

@@ -28,6 +28,9 @@ type Call struct {
 	Arguments any
 	// SessionID is the client's MCP session, if any.
 	SessionID string
+	// Subject is the authenticated caller (the OAuth access token's sub),
+	// if any. The token itself never reaches hooks.
+	Subject string
 	// Annotations are the tool's MCP annotations (readOnlyHint,
 	// destructiveHint, ...) as its server sent them; nil when it sent none.
 	Annotations json.RawMessage
