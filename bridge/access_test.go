@@ -527,3 +527,31 @@ func TestInFlightPerIdentity(t *testing.T) {
 	close(release)
 	wg.Wait()
 }
+
+// TestAccessRulesReload: a reload (what SIGHUP does) changes what a
+// caller sees at once, with the issuer's keys kept warm.
+func TestAccessRulesReload(t *testing.T) {
+	tg := startTeamGateway(t, nil)
+	c := tg.client(t, tg.iss.Mint(t, "dev-user", tg.url, []string{"dev"}, "mcp:tools"))
+	if _, text := callText(t, c, "tool_describe", map[string]any{"tool_name": "k8s::delete_pod"}); !strings.Contains(text, "Unknown tool") {
+		t.Fatalf("before the reload dev sees k8s: %s", text)
+	}
+	cfg := *tg.g.settings().cfg
+	cfg.Access = []config.AccessRule{{Groups: []string{"dev"}, Allow: []string{"github::*", "k8s::delete_pod"}}}
+	specs := []upstream.Spec{
+		{Name: "github", InProcess: teamServer("github", "create_issue", "list_issues", "close_issue", "merge_pull_request")},
+		{Name: "k8s", InProcess: teamServer("k8s", "get_pods", "delete_pod", "scale_deployment", "drain_node")},
+	}
+	if _, err := tg.g.Reload(context.Background(), &cfg, specs); err != nil {
+		t.Fatalf("Reload: %v", err)
+	}
+	if res, text := callText(t, c, "tool_describe", map[string]any{"tool_name": "k8s::delete_pod"}); res.IsError {
+		t.Fatalf("after the reload dev does not see k8s::delete_pod: %s", text)
+	}
+	if _, text := callText(t, c, "tool_describe", map[string]any{"tool_name": "k8s::drain_node"}); !strings.Contains(text, "Unknown tool") {
+		t.Fatalf("after the reload dev sees more than the new rule allows: %s", text)
+	}
+	if n := tg.iss.JWKSFetches.Load(); n != 1 {
+		t.Errorf("the JWKS was fetched %d times, want once (the validator survives a reload)", n)
+	}
+}
