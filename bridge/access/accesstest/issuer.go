@@ -8,10 +8,14 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -36,6 +40,17 @@ type Issuer struct {
 
 	// JWKSFetches counts the JWKS requests served.
 	JWKSFetches atomic.Int64
+
+	// The login the authorization endpoint approves at once (there is no
+	// person in a test): see LoginAs.
+	loginSub    string
+	loginGroups []string
+	codes       map[string]code
+}
+
+// code is an issued authorization code.
+type code struct {
+	clientID, redirect, challenge, resource, scope string
 }
 
 // New starts an issuer on 127.0.0.1; it stops when the test ends.
@@ -70,6 +85,10 @@ func New(t testing.TB) *Issuer {
 			"jwks_uri":                              iss.URL + "/jwks",
 			"authorization_endpoint":                iss.URL + "/authorize",
 			"token_endpoint":                        iss.URL + "/token",
+			"registration_endpoint":                 iss.URL + "/register",
+			"grant_types_supported":                 []string{"authorization_code"},
+			"token_endpoint_auth_methods_supported": []string{"none"},
+			"scopes_supported":                      []string{"mcp:tools"},
 			"response_types_supported":              []string{"code"},
 			"code_challenge_methods_supported":      []string{"S256"},
 			"id_token_signing_alg_values_supported": []string{"RS256", "ES256"},
@@ -77,6 +96,10 @@ func New(t testing.TB) *Issuer {
 	}
 	mux.HandleFunc("GET /.well-known/oauth-authorization-server", meta)
 	mux.HandleFunc("GET /.well-known/openid-configuration", meta)
+	iss.codes = map[string]code{}
+	mux.HandleFunc("POST /register", iss.register)
+	mux.HandleFunc("GET /authorize", iss.authorize)
+	mux.HandleFunc("POST /token", func(w http.ResponseWriter, r *http.Request) { iss.token(t, w, r) })
 	mux.HandleFunc("GET /jwks", func(w http.ResponseWriter, _ *http.Request) {
 		iss.JWKSFetches.Add(1)
 		iss.mu.Lock()
@@ -193,4 +216,91 @@ func (iss *Issuer) Rotate(t testing.TB, kid string) {
 	defer iss.mu.Unlock()
 	iss.rsa = k
 	_ = iss.pubs.AddKey(pub)
+}
+
+// LoginAs sets who logs in at the authorization endpoint: the codes it
+// issues, and so the access tokens, are for sub in groups.
+func (iss *Issuer) LoginAs(sub string, groups ...string) {
+	iss.mu.Lock()
+	defer iss.mu.Unlock()
+	iss.loginSub, iss.loginGroups = sub, groups
+}
+
+// register is RFC 7591 dynamic registration of a public client.
+func (iss *Issuer) register(w http.ResponseWriter, r *http.Request) {
+	var req map[string]any
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&req); err != nil {
+		http.Error(w, "bad registration", http.StatusBadRequest)
+		return
+	}
+	req["client_id"] = "client-" + randomString()
+	req["token_endpoint_auth_method"] = "none"
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusCreated)
+	_ = json.NewEncoder(w).Encode(req)
+}
+
+// authorize approves the login at once and redirects back with a code;
+// PKCE S256 and an RFC 8707 resource are required.
+func (iss *Issuer) authorize(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	back, err := url.Parse(q.Get("redirect_uri"))
+	if err != nil || back.Host == "" {
+		http.Error(w, "bad redirect_uri", http.StatusBadRequest)
+		return
+	}
+	bq := back.Query()
+	bq.Set("state", q.Get("state"))
+	if q.Get("code_challenge_method") != "S256" || q.Get("code_challenge") == "" || q.Get("resource") == "" {
+		bq.Set("error", "invalid_request")
+	} else {
+		c := randomString()
+		iss.mu.Lock()
+		iss.codes[c] = code{clientID: q.Get("client_id"), redirect: q.Get("redirect_uri"), challenge: q.Get("code_challenge"),
+			resource: q.Get("resource"), scope: q.Get("scope")}
+		iss.mu.Unlock()
+		bq.Set("code", c)
+	}
+	back.RawQuery = bq.Encode()
+	http.Redirect(w, r, back.String(), http.StatusFound)
+}
+
+// token exchanges a code (with its PKCE verifier) for a JWT access token
+// whose aud is the resource the client asked for.
+func (iss *Issuer) token(t testing.TB, w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil || r.PostForm.Get("grant_type") != "authorization_code" {
+		http.Error(w, `{"error":"unsupported_grant_type"}`, http.StatusBadRequest)
+		return
+	}
+	f := r.PostForm
+	iss.mu.Lock()
+	c, ok := iss.codes[f.Get("code")]
+	delete(iss.codes, f.Get("code"))
+	sub, groups := iss.loginSub, iss.loginGroups
+	iss.mu.Unlock()
+	sum := sha256.Sum256([]byte(f.Get("code_verifier")))
+	resource := f.Get("resource")
+	if resource == "" {
+		resource = c.resource
+	}
+	if !ok || c.redirect != f.Get("redirect_uri") || base64.RawURLEncoding.EncodeToString(sum[:]) != c.challenge || resource != c.resource {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte(`{"error":"invalid_grant"}`))
+		return
+	}
+	scope := c.scope
+	if scope == "" {
+		scope = "mcp:tools"
+	}
+	at := iss.MintClaims(t, Claims{"sub": sub, "aud": resource, "groups": groups, "scope": scope, "client_id": c.clientID})
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_ = json.NewEncoder(w).Encode(map[string]any{"access_token": at, "token_type": "Bearer", "expires_in": 3600, "scope": scope})
+}
+
+func randomString() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return strings.TrimRight(base64.RawURLEncoding.EncodeToString(b), "=")
 }

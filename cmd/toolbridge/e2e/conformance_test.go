@@ -32,7 +32,14 @@ func startHTTP(t *testing.T, args ...string) *httpGateway {
 // startHTTPCommand is startHTTP for another command that serves, e.g. demo.
 func startHTTPCommand(t *testing.T, command string, args ...string) *httpGateway {
 	t.Helper()
-	port := testenv.FreePort(t)
+	return startHTTPCommandOn(t, testenv.FreePort(t), command, args...)
+}
+
+// startHTTPCommandOn is startHTTPCommand on a port chosen beforehand (a
+// config that names the gateway's own URL, such as serve.oauth.audience,
+// needs it first).
+func startHTTPCommandOn(t *testing.T, port int, command string, args ...string) *httpGateway {
+	t.Helper()
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	g := &httpGateway{url: base + "/mcp", base: base, stderr: &testenv.SyncBuffer{}}
 	args = append([]string{command, "--transport", "http", "--listen", fmt.Sprintf("127.0.0.1:%d", port)}, args...)

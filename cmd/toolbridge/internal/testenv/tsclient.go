@@ -39,6 +39,11 @@ const (
 	// SessionSearch: each of the spec's Searches finds its tool in the
 	// top 5, every answer held to tool_search's outputSchema.
 	SessionSearch = "search"
+	// SessionOAuth: against a gateway with serve.oauth, the SDK discovers
+	// the metadata from the 401, registers, logs in with authorization
+	// code + PKCE, gets a token, then searches, describes and calls Want
+	// and finds Hidden unknown.
+	SessionOAuth = "oauth"
 )
 
 // TSSessionTimeout bounds one driver run; a hung gateway fails the run
@@ -68,6 +73,14 @@ type TSSession struct {
 	// driver embeds its catalog in the background and ranks lexically
 	// until then. Zero asks once.
 	SearchRetryMs int `json:"searchRetryMs,omitempty"`
+	// Want, WantQuery and WantArgs (SessionOAuth) are a tool the caller
+	// may use, a query that finds it and its arguments; Hidden and
+	// HiddenQuery a tool they may not see and a query for it.
+	Want        string         `json:"want,omitempty"`
+	WantQuery   string         `json:"wantQuery,omitempty"`
+	WantArgs    map[string]any `json:"wantArgs,omitempty"`
+	Hidden      string         `json:"hidden,omitempty"`
+	HiddenQuery string         `json:"hiddenQuery,omitempty"`
 }
 
 // TSSearch is one query of SessionSearch and the tool id it must find.

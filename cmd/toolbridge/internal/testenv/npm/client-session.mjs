@@ -30,6 +30,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import {
   CreateMessageRequestSchema,
   ElicitRequestSchema,
@@ -232,6 +233,59 @@ const connect = [
   },
 ];
 
+// oauth: an in-memory OAuthClientProvider, as a host keeps one. The
+// "browser" is fetch: the authorization endpoint approves the login and
+// redirects back with the code, which the redirect's Location carries.
+const oauthState = { client: undefined, tokens: undefined, verifier: undefined, code: undefined, authorizeURL: undefined };
+const authProvider = {
+  get redirectUrl() { return "http://127.0.0.1:9/callback"; },
+  get clientMetadata() {
+    return { client_name: "toolbridge-ts-sdk-driver", redirect_uris: ["http://127.0.0.1:9/callback"],
+      grant_types: ["authorization_code"], response_types: ["code"], token_endpoint_auth_method: "none" };
+  },
+  clientInformation() { return oauthState.client; },
+  saveClientInformation(info) { oauthState.client = info; },
+  tokens() { return oauthState.tokens; },
+  saveTokens(t) { oauthState.tokens = t; },
+  saveCodeVerifier(v) { oauthState.verifier = v; },
+  codeVerifier() { return oauthState.verifier; },
+  async redirectToAuthorization(url) {
+    oauthState.authorizeURL = url.toString();
+    const res = await fetch(url, { redirect: "manual" });
+    const back = new URL(res.headers.get("location") ?? "http://invalid/");
+    oauthState.code = back.searchParams.get("code");
+    assert(oauthState.code, `the authorization endpoint gave no code: ${res.status} ${back}`);
+  },
+};
+
+const oauthConnect = [
+  "discover from the 401, log in (code + PKCE), get a token, initialize",
+  async () => {
+    const url = new URL(spec.url);
+    let transport = new StreamableHTTPClientTransport(url, { authProvider });
+    const before = protocolErrors.length;
+    try {
+      await client.connect(transport);
+      throw new Error("connected without logging in: the gateway did not ask for a token");
+    } catch (err) {
+      if (!(err instanceof UnauthorizedError)) throw err;
+    }
+    // The SDK also reports the expected 401 through onerror: it is the
+    // start of the flow, not a protocol error.
+    const unexpected = protocolErrors.splice(before).filter((e) => !/Unauthorized/.test(e));
+    protocolErrors.push(...unexpected);
+    assert(oauthState.authorizeURL, "the SDK did not start the authorization");
+    const authorize = new URL(oauthState.authorizeURL);
+    assert(authorize.searchParams.get("code_challenge_method") === "S256", `no PKCE: ${authorize}`);
+    assert(authorize.searchParams.get("resource") === spec.url, `resource ${authorize.searchParams.get("resource")}, want ${spec.url}`);
+    await transport.finishAuth(oauthState.code);
+    assert(oauthState.tokens?.access_token, "no access token saved");
+    transport = new StreamableHTTPClientTransport(url, { authProvider });
+    await client.connect(transport);
+    return `logged in as client ${oauthState.client?.client_id}; scope ${oauthState.tokens.scope}`;
+  },
+];
+
 const metaList = [
   "tools/list shows the meta-tools",
   async () => {
@@ -408,6 +462,40 @@ const sessions = {
       return text;
     }],
     ["roots pass through", () => callThrough("everything::get-roots-list", {}, "driver-root")],
+    noProtocolErrors,
+  ],
+
+  // oauth: the whole MCP authorization flow against a gateway with
+  // serve.oauth, then a bridge session: search, describe, call. spec.want
+  // is a deferred tool the caller may use, spec.hidden one they may not.
+  oauth: [
+    oauthConnect,
+    metaList,
+    ["search finds the caller's tool", async () => {
+      const ids = (await search(spec.wantQuery, 5)).tools.map((t) => t.id);
+      assert(ids.includes(spec.want), `${spec.want} not found for ${spec.wantQuery}: ${ids}`);
+      return ids.join(", ");
+    }],
+    ["search hides the other team's tool", async () => {
+      const sc = await search(spec.hiddenQuery, 5);
+      const text = JSON.stringify(sc);
+      assert(!text.includes(spec.hidden), `${spec.hidden} shown: ${clip(text)}`);
+      return clip(text, 200);
+    }],
+    ["describe", async () => {
+      const res = await call("tool_describe", { tool_name: spec.want });
+      assert(!res.isError, textOf(res));
+      return clip(textOf(res), 200);
+    }],
+    ["call", async () => {
+      const res = await call("tool_call", { tool_name: spec.want, tool_args: spec.wantArgs ?? {} });
+      assert(!res.isError, textOf(res));
+      return clip(textOf(res), 200);
+    }],
+    ["a hidden tool is unknown", async () => {
+      const res = await call("tool_call", { tool_name: spec.hidden, tool_args: {} });
+      assert(res.isError && /Unknown tool/.test(textOf(res)), clip(textOf(res)));
+    }],
     noProtocolErrors,
   ],
 
