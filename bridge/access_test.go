@@ -555,3 +555,45 @@ func TestAccessRulesReload(t *testing.T) {
 		t.Errorf("the JWKS was fetched %d times, want once (the validator survives a reload)", n)
 	}
 }
+
+// TestSessionFollowsTheSubject: a 2025-11-25 session is bound to who the
+// token names: the same caller with a fresh token keeps it, another
+// caller's valid token gets the 404 of an unknown session.
+func TestSessionFollowsTheSubject(t *testing.T) {
+	tg := startTeamGateway(t, nil)
+	var mu sync.Mutex
+	token := tg.iss.Mint(t, "dev-user", tg.url, []string{"dev"}, "mcp:tools")
+	c, err := client.NewStreamableHttpClient(tg.url, transport.WithHTTPHeaderFunc(func(context.Context) map[string]string {
+		mu.Lock()
+		defer mu.Unlock()
+		return map[string]string{"Authorization": "Bearer " + token}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = "2025-11-25"
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatal(err)
+	}
+	setToken := func(tok string) {
+		mu.Lock()
+		token = tok
+		mu.Unlock()
+	}
+	// A refreshed token of the same caller: the session goes on.
+	setToken(tg.iss.MintEC(t, accesstest.Claims{"sub": "dev-user", "aud": tg.url, "groups": []string{"dev"}, "scope": "mcp:tools"}))
+	if _, err := c.ListTools(ctx, mcp.ListToolsRequest{}); err != nil {
+		t.Fatalf("the same caller with a fresh token lost the session: %v", err)
+	}
+	// Another caller's valid token on this session: refused as unknown.
+	setToken(tg.iss.Mint(t, "ops-user", tg.url, []string{"ops"}, "mcp:tools"))
+	if _, err := c.ListTools(ctx, mcp.ListToolsRequest{}); err == nil {
+		t.Fatal("another caller's token was served on dev-user's session")
+	}
+}

@@ -17,6 +17,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolbridge/toolbridge/bridge/access"
 )
 
 // Streamable HTTP sessions. mcp-go's default session id manager checks only
@@ -227,6 +229,12 @@ func principalOf(r *http.Request) string {
 	}
 	if p, ok := r.Context().Value(principalKey{}).(string); ok {
 		return p
+	}
+	if id := access.FromContext(r.Context()); id != nil {
+		// With serve.oauth the principal is who the token names, not the
+		// token: a client that refreshes its token keeps its session, and
+		// another person's valid token does not open it.
+		return "subject:" + id.Issuer + " " + id.Subject
 	}
 	auth := r.Header.Get("Authorization")
 	if auth == "" {
