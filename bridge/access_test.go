@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -66,6 +67,7 @@ type teamGateway struct {
 	spans *tracetest.InMemoryExporter
 	logs  *logBuffer
 	audit string
+	ups   map[string]*server.MCPServer
 }
 
 type logBuffer struct {
@@ -121,10 +123,11 @@ func startTeamGateway(t *testing.T, edit func(*config.Config)) *teamGateway {
 	if err != nil {
 		t.Fatal(err)
 	}
-	specs := []upstream.Spec{
-		{Name: "github", InProcess: teamServer("github", "create_issue", "list_issues", "close_issue", "merge_pull_request")},
-		{Name: "k8s", InProcess: teamServer("k8s", "get_pods", "delete_pod", "scale_deployment", "drain_node")},
+	tg.ups = map[string]*server.MCPServer{
+		"github": teamServer("github", "create_issue", "list_issues", "close_issue", "merge_pull_request"),
+		"k8s":    teamServer("k8s", "get_pods", "delete_pod", "scale_deployment", "drain_node"),
 	}
+	specs := []upstream.Spec{{Name: "github", InProcess: tg.ups["github"]}, {Name: "k8s", InProcess: tg.ups["k8s"]}}
 	if err := g.Connect(context.Background(), specs); err != nil {
 		t.Fatal(err)
 	}
@@ -595,5 +598,56 @@ func TestSessionFollowsTheSubject(t *testing.T) {
 	setToken(tg.iss.Mint(t, "ops-user", tg.url, []string{"ops"}, "mcp:tools"))
 	if _, err := c.ListTools(ctx, mcp.ListToolsRequest{}); err == nil {
 		t.Fatal("another caller's token was served on dev-user's session")
+	}
+}
+
+// TestListChangedPerCaller: a change to tools only ops can see tells ops'
+// session (tools/list_changed) and not dev's.
+func TestListChangedPerCaller(t *testing.T) {
+	tg := startTeamGateway(t, nil)
+	ctx := context.Background()
+	connect := func(group string) *atomic.Int64 {
+		var n atomic.Int64
+		tok := tg.iss.Mint(t, group+"-user", tg.url, []string{group}, "mcp:tools")
+		c, err := client.NewStreamableHttpClient(tg.url, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + tok}),
+			transport.WithContinuousListening())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.OnNotification(func(n2 mcp.JSONRPCNotification) {
+			if n2.Method == string(mcp.MethodNotificationToolsListChanged) {
+				n.Add(1)
+			}
+		})
+		if err := c.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		init := mcp.InitializeRequest{}
+		init.Params.ProtocolVersion = "2025-11-25"
+		res, err := c.Initialize(ctx, init)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Capabilities.Tools == nil || !res.Capabilities.Tools.ListChanged {
+			t.Fatalf("initialize does not declare tools listChanged: %+v", res.Capabilities.Tools)
+		}
+		return &n
+	}
+	dev, ops := connect("dev"), connect("ops")
+	time.Sleep(200 * time.Millisecond) // the GET streams open
+	tg.ups["k8s"].AddTool(mcp.NewTool("restart_pod", mcp.WithDescription("k8s restart pod")), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("ok"), nil
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for ops.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if ops.Load() == 0 {
+		t.Fatal("ops was not told of a change to its tools")
+	}
+	time.Sleep(300 * time.Millisecond) // give a wrong notification time to arrive
+	if n := dev.Load(); n != 0 {
+		t.Errorf("dev got %d tools/list_changed for a change to ops' tools only", n)
 	}
 }

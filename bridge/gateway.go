@@ -86,7 +86,8 @@ type Gateway struct {
 	hitSummaries *hitSummaries
 
 	catalog     atomic.Pointer[Catalog]
-	views       views // the callers' views of the catalog (see catalogFor)
+	views       views   // the callers' views of the catalog (see catalogFor)
+	callers     callers // each session's caller, for its tools/list_changed
 	rebuildMu   sync.Mutex
 	serverDocs  map[string][sha256.Size]byte // per server: fingerprint of what the index holds
 	toolsPrint  []byte                       // fingerprint of the registered tool list
@@ -164,6 +165,9 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	subs := newSubscriptions(g)
 	hooks.AddAfterSubscribe(subs.subscribed)
 	hooks.AddAfterUnsubscribe(subs.unsubscribed)
+	hooks.AddAfterInitialize(declareToolsListChanged)
+	hooks.AddOnRegisterSession(g.registerCaller)
+	hooks.AddOnUnregisterSession(g.callers.unregister)
 	hooks.AddAfterListResources(g.filterResources)
 	hooks.AddAfterListResourceTemplates(g.filterTemplates)
 	hooks.AddOnUnregisterSession(func(ctx context.Context, s server.ClientSession) { g.revealed.forget(s.SessionID()) })
@@ -176,7 +180,10 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		server.WithToolHandlerMiddleware(g.countCalls),
 		server.WithToolHandlerMiddleware(g.traceToolCalls),
 		server.WithToolHandlerMiddleware(newInFlight(cfg.Serve.MaxInFlight).middleware),
-		server.WithToolCapabilities(true),
+		// tools/list_changed is sent by the gateway itself, to each
+		// session whose view changed (see toolsChanged); initialize still
+		// declares listChanged (see declareToolsListChanged).
+		server.WithToolCapabilities(false),
 		server.WithPromptCapabilities(true),
 		server.WithResourceCapabilities(true, true),
 		server.WithLogging(),
@@ -318,6 +325,7 @@ func (g *Gateway) rebuild() (told bool) {
 	if print := fingerprint(tools, func(t server.ServerTool) any { return t.Tool }); !bytes.Equal(print, g.toolsPrint) {
 		g.toolsPrint = print
 		g.srv.SetTools(tools...)
+		g.toolsChanged(cat)
 		told = true
 	}
 

@@ -1,11 +1,13 @@
 package bridge
 
 import (
+	"bytes"
 	"context"
 	"strings"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolbridge/toolbridge/bridge/access"
 	"github.com/toolbridge/toolbridge/config/toolid"
@@ -240,4 +242,92 @@ func inFlightWho(key string) string {
 		return "caller"
 	}
 	return "session"
+}
+
+// declareToolsListChanged declares the tools listChanged capability that
+// the gateway honours itself (mcp-go's own would tell every session of
+// every change).
+func declareToolsListChanged(_ context.Context, _ any, _ *mcp.InitializeRequest, res *mcp.InitializeResult) {
+	if res != nil {
+		res.Capabilities.Tools = &struct {
+			ListChanged bool `json:"listChanged,omitempty"`
+		}{ListChanged: true}
+	}
+}
+
+// callers remembers each session's caller (nil without serve.oauth) and
+// the fingerprint of the tool list it last could see, so that a change
+// only other callers can see is not told to it.
+type callers struct {
+	mu sync.Mutex
+	m  map[string]*caller
+}
+
+type caller struct {
+	id    *access.Identity
+	print []byte
+}
+
+// registerCaller remembers the session's caller and what it sees now.
+func (g *Gateway) registerCaller(ctx context.Context, s server.ClientSession) {
+	c := &caller{id: access.FromContext(ctx)}
+	if g.settings().access.Enabled() {
+		c.print = toolsPrint(g.catalogFor(ctx))
+	}
+	g.callers.mu.Lock()
+	defer g.callers.mu.Unlock()
+	if g.callers.m == nil {
+		g.callers.m = map[string]*caller{}
+	}
+	g.callers.m[s.SessionID()] = c
+}
+
+// toolsPrint is the fingerprint of the tools a view lists or finds, with
+// the catalog hint.
+func toolsPrint(view *Catalog) []byte {
+	print := fingerprint(view.Tools, func(t *Tool) any { return []any{t.Exposed, t.Deferred, t.Listed()} })
+	if len(view.meta) > 0 {
+		print = append(print, fingerprint(view.meta[:1], func(m server.ServerTool) any { return m.Tool.Description })...)
+	}
+	return print
+}
+
+func (c *callers) unregister(_ context.Context, s server.ClientSession) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, s.SessionID())
+}
+
+// toolsChanged tells the sessions whose view of the tools changed with
+// cat: all of them without access rules, as mcp-go would; with rules,
+// only those whose own tool list is different now.
+func (g *Gateway) toolsChanged(cat *Catalog) {
+	method := string(mcp.MethodNotificationToolsListChanged)
+	live := g.settings()
+	if !live.access.Enabled() {
+		g.srv.SendNotificationToAllClients(method, nil)
+		return
+	}
+	g.callers.mu.Lock()
+	sessions := make(map[string]*caller, len(g.callers.m))
+	for id, c := range g.callers.m {
+		sessions[id] = c
+	}
+	g.callers.mu.Unlock()
+	prints := map[any][]byte{}
+	for sid, c := range sessions {
+		gr := live.access.For(c.id)
+		print, ok := prints[gr.Key()]
+		if !ok {
+			print = toolsPrint(g.restrict(cat, gr))
+			prints[gr.Key()] = print
+		}
+		g.callers.mu.Lock()
+		changed := !bytes.Equal(c.print, print)
+		c.print = print
+		g.callers.mu.Unlock()
+		if changed {
+			_ = g.srv.SendNotificationToSpecificClient(sid, method, nil)
+		}
+	}
 }
