@@ -169,7 +169,7 @@ func (v *Validator) Validate(ctx context.Context, token string) (*Identity, erro
 		if exp.Before(until) {
 			until = exp
 		}
-		v.cache.put(sum, id, until)
+		v.cache.put(sum, id, until, now)
 	}
 	if missing := v.missingScopes(id); len(missing) > 0 {
 		return nil, &Error{Status: http.StatusForbidden, Code: "insufficient_scope",
@@ -569,13 +569,12 @@ func (c *tokenCache) get(sum [sha256.Size]byte, now time.Time) (*Identity, bool)
 	return e.id, true
 }
 
-func (c *tokenCache) put(sum [sha256.Size]byte, id *Identity, until time.Time) {
+func (c *tokenCache) put(sum [sha256.Size]byte, id *Identity, until, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.m) >= c.max {
 		// Full: drop the expired entries, and if that frees nothing, any
 		// (map order) entry. A dropped token is only validated again.
-		now := time.Now()
 		for k, e := range c.m {
 			if !now.Before(e.until) {
 				delete(c.m, k)
