@@ -452,6 +452,23 @@ func TestProtectedResource(t *testing.T) {
 		t.Errorf("/readyz without a token: %d", r.StatusCode)
 	}
 
+	// The status page shows every caller's activity: not without a token,
+	// and not at all while access rules are in force.
+	for tok, want := range map[string]int{"": 401, good: 403} {
+		req, _ := http.NewRequest(http.MethodGet, base+"/ui/", nil)
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		r, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Body.Close()
+		if r.StatusCode != want {
+			t.Errorf("GET /ui/ with token %v: %d, want %d", tok != "", r.StatusCode, want)
+		}
+	}
+
 	// No token, and no token's signature, in any log, span or audit line.
 	audit, _ := os.ReadFile(tg.audit)
 	var spans strings.Builder

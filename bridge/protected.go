@@ -101,3 +101,18 @@ func metadataURL(resource string) string {
 	}
 	return u.Scheme + "://" + u.Host + server.ProtectedResourceMetadataPath(resource)
 }
+
+// teamOnly keeps the status page from callers when access rules are in
+// force: its activity feed shows every caller's recent calls and
+// searches, which the rules would hide from most of them. (Its catalog
+// part is already the caller's view.) The page answers 403 then; an
+// operator reads it on a gateway without rules or through ui.listen.
+func (g *Gateway) teamOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if g.settings().access.Enabled() {
+			http.Error(w, "toolbridge: the status page shows every caller's activity, so it is off while access rules are configured", http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}

@@ -143,7 +143,7 @@ func (g *Gateway) httpHandler() (http.Handler, func(context.Context)) {
 	mux.Handle("/mcp", g.countRequests(protect(guardSessions(sessions, mcpHandler))))
 	// The status page, behind the same checks as /mcp (it names the
 	// upstreams and their tools: with serve.oauth it needs a token too).
-	page := protect(g.uiHandler())
+	page := protect(g.teamOnly(g.uiHandler()))
 	mux.Handle(ui.Prefix, page)
 	mux.Handle("/ui", page)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {

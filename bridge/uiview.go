@@ -119,9 +119,9 @@ func (g *Gateway) recordSearch(ctx context.Context, query string, res SearchResu
 }
 
 // uiSnapshot is what the status page shows of the gateway now.
-func (g *Gateway) uiSnapshot(context.Context) ui.Snapshot {
+func (g *Gateway) uiSnapshot(ctx context.Context) ui.Snapshot {
 	live := g.settings()
-	cat := g.Catalog()
+	cat := g.catalogFor(ctx)
 	snap := ui.Snapshot{
 		Version: Version, Transport: g.downstream(), At: time.Now(),
 		TraceUI: live.cfg.Telemetry.UIURL,
