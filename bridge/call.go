@@ -48,7 +48,11 @@ type call struct {
 
 func (g *Gateway) directHandler(t *Tool) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return g.dispatch(ctx, call{tool: t, args: rawArguments(req), meta: req.Params.Meta, via: trace.ViaDirect})
+		args, refused := fixArgs(t, rawArguments(req))
+		if refused != "" {
+			return toolError("%s", refused), nil
+		}
+		return g.dispatch(ctx, call{tool: t, args: args, meta: req.Params.Meta, via: trace.ViaDirect})
 	}
 }
 
@@ -128,11 +132,18 @@ func (g *Gateway) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	if err != nil {
 		return toolError("tool_call %s: %v", t.ID, err), nil
 	}
+	// A fixed argument sent by the model is refused before validation,
+	// which would only call it unexpected; the fixed values are injected
+	// after it, as the model's schema does not have them.
+	if _, refused := fixArgs(t, toolArgs); refused != "" {
+		return toolError("%s", refused), nil
+	}
 	toolArgs, problems := g.validators.validateArgs(t.Tool.RawInputSchema, toolArgs)
 	if len(problems) > 0 {
 		return toolError("Invalid arguments for %s:\n- %s\n\nIts input schema:\n%s\n\nFix the arguments and call again.",
 			t.ID, strings.Join(problems, "\n- "), t.Tool.RawInputSchema), nil
 	}
+	toolArgs, _ = fixArgs(t, toolArgs)
 	return g.dispatch(ctx, call{tool: t, args: toolArgs, meta: req.Params.Meta, via: via})
 }
 
@@ -380,12 +391,13 @@ func (g *Gateway) dispatch(ctx context.Context, c call) (res *mcp.CallToolResult
 func (g *Gateway) observedCall(ctx context.Context, c call, u *upstream.Conn) (*mcp.CallToolResult, error) {
 	start := time.Now()
 	subject := access.FromContext(ctx).String()
+	renamed := c.tool.renamedAs()
 	ctx, toolSpan := g.tel.StartTool(ctx, trace.ToolCall{
-		Server: c.tool.Server, Tool: c.tool.Name, Class: c.tool.Verdict.Class, Via: c.via,
+		Server: c.tool.Server, Tool: c.tool.Name, Class: c.tool.Verdict.Class, Via: c.via, Exposed: renamed,
 		Arguments: recordable(g.tel, c.args), EndUser: subject,
 	})
 	hc := policy.Call{
-		Server: c.tool.Server, Tool: c.tool.Name, Class: c.tool.Verdict.Class, Via: c.via,
+		Server: c.tool.Server, Tool: c.tool.Name, Class: c.tool.Verdict.Class, Via: c.via, Exposed: renamed,
 		Arguments: c.args, SessionID: sessionID(ctx), Subject: subject, Annotations: annotationsOf(c.tool.Tool),
 	}
 	// One call, one set of hooks: a reload closes the old ones only after

@@ -27,9 +27,15 @@ type Tool struct {
 	// the bare name, or "server__tool" when two servers share the name,
 	// always matching ^[a-zA-Z0-9_-]{1,64}$.
 	Exposed string
-	// Tool is the definition exactly as the upstream sent it (schemas kept
-	// raw in RawInputSchema / RawOutputSchema).
+	// Tool is the definition the model sees: the upstream's (schemas kept
+	// raw in RawInputSchema / RawOutputSchema) with the config's overrides
+	// applied (description, annotations, fixed arguments left out of the
+	// input schema). UpstreamTool is the upstream's own, which trust pins.
 	Tool mcp.Tool
+	// upstream is the upstream's definition when an override changed Tool.
+	upstream *mcp.Tool
+	// override is what the config's tool rules change, or nil.
+	override *override
 
 	// Verdict is the tool's class and the rule that gave it.
 	Verdict classify.Verdict
@@ -92,6 +98,9 @@ type Catalog struct {
 	// bridging would cost, for the report).
 	MetaTokens int
 	meta       []server.ServerTool
+	// OverrideProblems are the config's tool overrides that could not be
+	// applied: a rule that matches no tool, a rename that collides.
+	OverrideProblems []string
 	// Removed are the tools left out, quarantined or disabled (sorted by
 	// ID); removedBy finds them by ID and exposed name.
 	Removed   []*Removed
@@ -226,6 +235,14 @@ func buildCatalog(ups []*upstream.Conn, reserved map[string]bool, known []string
 		c.byExposed[t.Exposed] = t
 	}
 	return c
+}
+
+// reindexExposed rebuilds the exposed-name lookup after renames.
+func (c *Catalog) reindexExposed() {
+	c.byExposed = make(map[string]*Tool, len(c.Tools))
+	for _, t := range c.Tools {
+		c.byExposed[t.Exposed] = t
+	}
 }
 
 // knownServer returns the name of the known server called name in any

@@ -95,6 +95,8 @@ type Gateway struct {
 	resPrint    []byte
 	refreshes   coalescer    // one list refresh per server and list at a time, one more pending
 	warnings    *logThrottle // repeated warnings, at most one per key and interval
+	// overridesLogged are the override problems last logged (rebuildMu).
+	overridesLogged []string
 	// trustSeen is each held or warned tool's last finding, so that a
 	// change is reported once, not on every rebuild (see screen).
 	trustSeen    map[string]string
@@ -304,6 +306,9 @@ func (g *Gateway) rebuild() (told bool) {
 	defer g.rebuildMu.Unlock()
 	live := g.settings()
 	cat := buildCatalog(g.pool.Connected(), metaNames, g.knownServers())
+	cat.OverrideProblems = cat.applyOverrides(live.cfg.Tools, metaNames)
+	cat.reindexExposed()
+	g.reportOverrides(cat.OverrideProblems)
 	g.screen(cat, live)
 	// Classifying (token counts) and indexing read the same tools and
 	// write different fields: side by side, start-up waits for the longer

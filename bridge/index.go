@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"strconv"
+	"strings"
 
 	"github.com/toolbridge/toolbridge/bridge/search"
 )
@@ -60,6 +61,9 @@ func serverDocuments(name string, tools []*Tool) []search.Document {
 			doc = search.Document{Name: t.Name, Description: t.Tool.Description}
 		}
 		doc.ID, doc.Server = t.ID, name
+		if extra := t.searchText(); extra != "" {
+			doc.Description = strings.TrimSpace(doc.Description + "\n" + extra)
+		}
 		docs = append(docs, doc)
 	}
 	return docs
@@ -115,6 +119,7 @@ func docPrint(tools []*Tool, scratch []byte) ([sha256.Size]byte, []byte) {
 		b = field(b, t.Tool.Title)
 		b = field(b, t.Tool.Description)
 		b = field(b, t.Tool.Annotations.Title)
+		b = field(b, t.searchText())
 		schema := t.Tool.RawInputSchema
 		if schema == nil {
 			schema, _ = json.Marshal(t.Tool.InputSchema)

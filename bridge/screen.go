@@ -123,7 +123,7 @@ func (g *Gateway) screen(cat *Catalog, live *settings) {
 		tools := byServer[server]
 		defs := make([]trust.Definition, len(tools))
 		for i, t := range tools {
-			defs[i] = definitionOf(t.Tool)
+			defs[i] = definitionOf(t.UpstreamTool())
 		}
 		review, err := live.pins.Review(live.cfg.Trust, server, defs, now, ApproveCommand(server))
 		if err != nil && len(review.Verdicts) > 0 {
@@ -369,11 +369,11 @@ func (c *Catalog) Definitions() map[string][]trust.Definition {
 		out[s.Name] = []trust.Definition{}
 	}
 	for _, t := range c.Tools {
-		out[t.Server] = append(out[t.Server], definitionOf(t.Tool))
+		out[t.Server] = append(out[t.Server], definitionOf(t.UpstreamTool()))
 	}
 	for _, r := range c.Removed {
 		if r.Kind == RemovedQuarantined {
-			out[r.Server] = append(out[r.Server], definitionOf(r.Tool.Tool))
+			out[r.Server] = append(out[r.Server], definitionOf(r.Tool.UpstreamTool()))
 		}
 	}
 	for _, defs := range out {

@@ -166,6 +166,11 @@ func (g *Gateway) httpHandler() (http.Handler, func(context.Context)) {
 			// say so where an operator looks, with the command to review.
 			body["held"] = held
 		}
+		if problems := g.Catalog().OverrideProblems; len(problems) > 0 {
+			// Config errors that only the servers' lists reveal (see
+			// applyOverrides): where an operator looks, not only in a log.
+			body["config_errors"] = problems
+		}
 		_ = json.NewEncoder(w).Encode(body)
 	})))
 	return guardHTTP(serve, mux), mcpHandler.CloseSessions

@@ -66,6 +66,9 @@ func New(cfg *config.Config) (*Classifier, error) {
 	}
 	var errs []error
 	for i, r := range cfg.Tools {
+		if r.Class == "" && r.Overrides() {
+			continue // an override only: it leaves the class to the other rules
+		}
 		if err := checkRule(r); err != nil {
 			errs = append(errs, fmt.Errorf("checking tool rule %d (match %q, class %q): %w", i+1, r.Match, r.Class, err))
 			continue

@@ -369,12 +369,50 @@ func (s Server) AuthType() string {
 	return ""
 }
 
-// ToolRule classifies the tools whose canonical id matches a glob.
+// ToolRule classifies the tools whose canonical id matches a glob, and
+// overrides what the model sees of them. The canonical id and the pinned
+// definition stay the upstream's: an override changes the model's view
+// only (see docs/configuration.md, "Tool rules and overrides").
 type ToolRule struct {
 	// Match is a glob on "server::tool" (* and ? wildcards, [..] classes).
 	Match string `koanf:"match" json:"match"`
-	// Class is core, deferrable, unknown or disabled.
-	Class Class `koanf:"class" json:"class"`
+	// Class is core, deferrable, unknown or disabled; empty leaves the
+	// class to the other rules (a rule must set a class or an override).
+	Class Class `koanf:"class" json:"class,omitempty"`
+
+	// Name renames the one tool the rule matches: the name clients list
+	// and call it by. It must match ^[a-zA-Z0-9_-]{1,64}$.
+	Name string `koanf:"name" json:"name,omitempty"`
+	// Description replaces the tool's description.
+	Description string `koanf:"description" json:"description,omitempty"`
+	// DescriptionAppend is added to the end of the tool's description.
+	DescriptionAppend string `koanf:"description_append" json:"description_append,omitempty"`
+	// Keywords are extra search terms, indexed like the description.
+	Keywords []string `koanf:"keywords" json:"keywords,omitempty"`
+	// Args are fixed arguments: removed from the input schema the model
+	// sees (and from its required list), injected into every call; a call
+	// that sends one of them is refused.
+	Args map[string]any `koanf:"args" json:"args,omitempty"`
+	// Annotations override the tool's MCP annotations (they feed
+	// policy.destructive and tool_search's filters).
+	Annotations *ToolAnnotations `koanf:"annotations" json:"annotations,omitempty"`
+}
+
+// Overrides reports whether the rule changes what the model sees of a
+// tool, beyond its class.
+func (r ToolRule) Overrides() bool {
+	return r.Name != "" || r.Description != "" || r.DescriptionAppend != "" || len(r.Keywords) > 0 ||
+		len(r.Args) > 0 || r.Annotations != nil
+}
+
+// ToolAnnotations are the MCP tool annotations an override may set; unset
+// ones keep the upstream's value.
+type ToolAnnotations struct {
+	Title           string `koanf:"title" json:"title,omitempty"`
+	ReadOnlyHint    *bool  `koanf:"readOnlyHint" json:"readOnlyHint,omitempty"`
+	DestructiveHint *bool  `koanf:"destructiveHint" json:"destructiveHint,omitempty"`
+	IdempotentHint  *bool  `koanf:"idempotentHint" json:"idempotentHint,omitempty"`
+	OpenWorldHint   *bool  `koanf:"openWorldHint" json:"openWorldHint,omitempty"`
 }
 
 // Trust says how toolbridge trusts upstream tool definitions. Each tool's

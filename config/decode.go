@@ -155,10 +155,64 @@ func (d *decoder) value(p keyPath, raw any, dst reflect.Value) {
 		if f, ok := d.float(p, raw); ok {
 			dst.SetFloat(f)
 		}
+	case reflect.Pointer:
+		elem := reflect.New(dst.Type().Elem())
+		if !dst.IsNil() {
+			elem.Elem().Set(dst.Elem())
+		}
+		d.value(p, raw, elem.Elem())
+		dst.Set(elem)
+	case reflect.Interface:
+		// Free-form values (a tool's fixed arguments): kept as JSON would
+		// hold them, strings expanded like every other string.
+		if v, ok := d.anyValue(p, raw); ok {
+			dst.Set(reflect.ValueOf(&v).Elem())
+		}
 	default:
 		// Only reachable if config.go gains a field of a new kind.
 		d.fail(p, "internal error: cannot decode into %s", dst.Type())
 	}
+}
+
+// anyValue decodes a free-form value into what encoding/json would give:
+// objects become map[string]any, lists []any, strings are expanded.
+func (d *decoder) anyValue(p keyPath, raw any) (any, bool) {
+	switch v := raw.(type) {
+	case nil:
+		return nil, true
+	case string:
+		return d.expand(p, v)
+	case bool, float64, float32, int, int64, uint64:
+		return v, true
+	}
+	if m, ok := asMap(raw); ok {
+		out := make(map[string]any, len(m))
+		for k, e := range m {
+			ev, ok := d.anyValue(p.key(k), e)
+			if !ok {
+				return nil, false
+			}
+			out[k] = ev
+		}
+		return out, true
+	}
+	if items, ok := asList(raw); ok {
+		out := make([]any, len(items))
+		for i, e := range items {
+			ev, ok := d.anyValue(p.at(i), e)
+			if !ok {
+				return nil, false
+			}
+			out[i] = ev
+		}
+		return out, true
+	}
+	switch v := raw.(type) {
+	case int8, int16, int32, uint, uint8, uint16, uint32:
+		return v, true
+	}
+	d.fail(p, "expected a JSON value, got %s", describe(raw))
+	return nil, false
 }
 
 // object decodes a map onto the struct dst, field by field, by koanf tag.
@@ -546,6 +600,8 @@ func kindName(t reflect.Type) string {
 		return "true or false"
 	case t.Kind() == reflect.String:
 		return "a string"
+	case t.Kind() == reflect.Interface:
+		return "a value"
 	}
 	return "a number"
 }

@@ -11,9 +11,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/toolbridge/toolbridge/config/toolid"
 )
 
 // DefaultHookTimeout bounds one hook run when the hook gives no timeout.
@@ -149,14 +152,17 @@ func validate(c *Config, prov provenance) []error {
 	v.names(root.key("core_tools"), c.CoreTools)
 	v.names(root.key("never_defer"), c.NeverDefer)
 	v.names(root.key("deferrable_prefixes"), c.DeferrablePrefixes)
+	renamed := map[string]int{}
 	for i, r := range c.Tools {
 		p := root.key("tools").at(i)
 		v.glob(p.key("match"), r.Match)
-		if r.Class == "" {
-			v.fail(p.key("class"), "missing: want core, deferrable, unknown or disabled")
-		} else {
+		switch {
+		case r.Class != "":
 			v.oneOf(p.key("class"), string(r.Class), string(ClassCore), string(ClassDeferrable), string(ClassUnknown), string(ClassDisabled))
+		case !r.Overrides():
+			v.fail(p.key("class"), "missing: want core, deferrable, unknown or disabled, or an override (name, description, description_append, keywords, args, annotations)")
 		}
+		v.toolOverride(p, i, r, c.Servers, renamed)
 	}
 	tr := root.key("trust")
 	v.oneOf(tr.key("mode"), string(c.Trust.Mode), string(TrustPin), string(TrustWarn), string(TrustOff))
@@ -225,6 +231,76 @@ func (v *validator) glob(p keyPath, pattern string) {
 	if _, err := path.Match(pattern, ""); err != nil {
 		v.fail(p, "invalid glob %s: %v (use * and ? wildcards and [...] classes; escape with \\)", quoteShort(pattern), err)
 	}
+}
+
+// globChars are the characters that make a match a pattern rather than
+// one tool id.
+const globChars = "*?[\\"
+
+// toolOverride checks the override fields of the tool rule at p. What
+// can be judged without the servers' tool lists is judged here: the
+// rename's syntax and uniqueness among the rules, and that a match naming
+// one server names a configured one. Whether the rule matches a tool, and
+// whether a rename collides with another tool's name, is judged when the
+// servers have listed (see the bridge's applyOverrides).
+func (v *validator) toolOverride(p keyPath, i int, r ToolRule, servers map[string]Server, renamed map[string]int) {
+	if !r.Overrides() {
+		return
+	}
+	if r.Description != "" && r.DescriptionAppend != "" {
+		v.fail(p.key("description_append"), "set description or description_append, not both")
+	}
+	for i, k := range r.Keywords {
+		if strings.TrimSpace(k) == "" {
+			v.fail(p.key("keywords").at(i), "empty keyword")
+		}
+	}
+	for k := range r.Args {
+		if strings.TrimSpace(k) == "" {
+			v.fail(p.key("args"), "an argument with an empty name")
+		}
+	}
+	server, _, ok := toolid.Split(r.Match)
+	if ok && server != "" && !strings.ContainsAny(server, globChars) {
+		if _, known := servers[server]; !known && len(servers) > 0 {
+			names := make([]string, 0, len(servers))
+			for n := range servers {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			v.fail(p.key("match"), "no server %q is configured, so this rule can match nothing%s", server, didYouMean(server, names))
+		}
+	}
+	if r.Name == "" {
+		return
+	}
+	switch {
+	case strings.ContainsAny(r.Match, globChars) || !ok:
+		v.fail(p.key("name"), "a rename names one tool: match must be one tool id such as \"github::create_issue\", not the glob %s", quoteShort(r.Match))
+	case !validExposedName(r.Name):
+		v.fail(p.key("name"), "%s is not a name clients accept: use 1 to 64 of a-z, A-Z, 0-9, _ and -", quoteShort(r.Name))
+	case r.Name == toolid.MetaSearch || r.Name == toolid.MetaDescribe || r.Name == toolid.MetaCall:
+		v.fail(p.key("name"), "%s is a toolbridge meta-tool's name; pick another", r.Name)
+	default:
+		if j, dup := renamed[r.Name]; dup {
+			v.fail(p.key("name"), "tools[%d] already renames a tool to %s; every exposed name must be unique", j, r.Name)
+		}
+		renamed[r.Name] = i
+	}
+}
+
+// validExposedName reports whether name matches ^[a-zA-Z0-9_-]{1,64}$,
+// what Claude and most clients accept as a tool name.
+func validExposedName(name string) bool {
+	if name == "" || len(name) > 64 {
+		return false
+	}
+	for _, c := range []byte(name) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // toolGlobs checks a server's allow_tools or deny_tools: globs on the

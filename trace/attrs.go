@@ -47,6 +47,9 @@ const (
 	AttrBridgeVia = "toolbridge.bridge.via"
 	// AttrToolClass is the tool's class: core, deferrable or unknown.
 	AttrToolClass = "toolbridge.tool.class"
+	// AttrToolExposed is the name the client knows the tool by, when it is
+	// not the tool's own (a tools: rule renamed it).
+	AttrToolExposed = "toolbridge.tool.exposed_name"
 	// AttrSearchQueryLength is the length in bytes of a tool_search query.
 	AttrSearchQueryLength = "toolbridge.search.query_length"
 	// AttrSearchLimit is the number of hits tool_search was asked for.

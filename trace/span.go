@@ -65,6 +65,9 @@ type ToolCall struct {
 	Class config.Class
 	// Via is ViaToolCall or ViaDirect.
 	Via string
+	// Exposed is the name the client knows the tool by; recorded when a
+	// rename makes it differ from Tool.
+	Exposed string
 	// Arguments are the real tool's arguments; recorded only with
 	// record_content.
 	Arguments any
@@ -193,6 +196,9 @@ func (t *Telemetry) StartTool(ctx context.Context, c ToolCall) (context.Context,
 		str(AttrGenAIOperationName, OperationExecuteTool),
 	)
 	attrs = append(attrs, gw...)
+	if c.Exposed != "" && c.Exposed != c.Tool {
+		attrs = append(attrs, str(AttrToolExposed, c.Exposed))
+	}
 	if sessionID != "" {
 		attrs = append(attrs, str(AttrMCPSessionID, SessionRef(sessionID)))
 	}

@@ -30,6 +30,9 @@ type AuditRecord struct {
 	// Server and Tool are the real tool, whatever the client called.
 	Server string `json:"server"`
 	Tool   string `json:"tool"`
+	// ExposedName is the name the client called the tool by, when a
+	// tools: rule renamed it.
+	ExposedName string `json:"exposed_name,omitempty"`
 	// Via is tool_call or direct; Class the tool's class.
 	Via   string `json:"via,omitempty"`
 	Class string `json:"class,omitempty"`
@@ -83,6 +86,7 @@ func (a *Audit) AfterCall(ctx context.Context, c Call, r Result) {
 		Subject:     c.Subject,
 		Server:      c.Server,
 		Tool:        c.Tool,
+		ExposedName: c.Exposed,
 		Via:         c.Via,
 		Class:       string(c.Class),
 		Annotations: c.Annotations,

@@ -155,6 +155,9 @@ type hookEvent struct {
 	// Annotations are the tool's MCP annotations, when it has any.
 	Annotations json.RawMessage `json:"annotations,omitempty"`
 	Via         string          `json:"via,omitempty"`
+	// ExposedName is the name the client called the tool by, when a
+	// tools: rule renamed it.
+	ExposedName string `json:"exposed_name,omitempty"`
 
 	Outcome    string          `json:"outcome,omitempty"`
 	IsError    *bool           `json:"is_error,omitempty"`
@@ -227,7 +230,7 @@ func newHookEvent(event string, c Call) hookEvent {
 	}
 	return hookEvent{
 		Event: event, Server: c.Server, Tool: c.Tool, Arguments: args,
-		Session: trace.SessionRef(c.SessionID), Subject: c.Subject, Class: string(c.Class), Via: c.Via,
+		Session: trace.SessionRef(c.SessionID), Subject: c.Subject, Class: string(c.Class), Via: c.Via, ExposedName: c.Exposed,
 		Annotations: validJSON(c.Annotations),
 	}
 }

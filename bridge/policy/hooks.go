@@ -23,6 +23,9 @@ type Call struct {
 	Class config.Class
 	// Via is trace.ViaToolCall or trace.ViaDirect.
 	Via string
+	// Exposed is the name the client knows the tool by, when a tools:
+	// rule renamed it; empty otherwise.
+	Exposed string
 	// Arguments are the real tool's arguments (any JSON-encodable value,
 	// usually map[string]any or json.RawMessage).
 	Arguments any
