@@ -394,7 +394,7 @@ func (g *Gateway) observedCall(ctx context.Context, c call, u *upstream.Conn) (*
 	renamed := c.tool.renamedAs()
 	ctx, toolSpan := g.tel.StartTool(ctx, trace.ToolCall{
 		Server: c.tool.Server, Tool: c.tool.Name, Class: c.tool.Verdict.Class, Via: c.via, Exposed: renamed,
-		Arguments: recordable(g.tel, c.args), EndUser: subject,
+		Arguments: recordable(g.tel, c.tool.maskFixed(c.args)), EndUser: subject,
 	})
 	hc := policy.Call{
 		Server: c.tool.Server, Tool: c.tool.Name, Class: c.tool.Verdict.Class, Via: c.via, Exposed: renamed,

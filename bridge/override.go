@@ -356,6 +356,30 @@ func withoutArgs(schema json.RawMessage, fixed map[string]json.RawMessage) json.
 	return compactJSON(s)
 }
 
+// maskFixed is args with the values of the fixed arguments masked, for
+// spans: a fixed argument comes from the config and may be a secret
+// (api_key: ${KEY}); the model never sent it, so a trace needs only its
+// name.
+func (t *Tool) maskFixed(args json.RawMessage) json.RawMessage {
+	if t.override == nil || len(t.override.fixed) == 0 || len(args) == 0 {
+		return args
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(args, &m) != nil {
+		return args
+	}
+	for k := range t.override.fixed {
+		if _, ok := m[k]; ok {
+			m[k] = json.RawMessage(`"` + config.Mask + `"`)
+		}
+	}
+	out, err := json.Marshal(m)
+	if err != nil {
+		return args
+	}
+	return out
+}
+
 // fixArgs refuses a call that sends an argument the config fixes, and
 // injects the fixed ones into args (a JSON object, or empty). It returns
 // the arguments to send upstream, or a message for the model.

@@ -14,12 +14,17 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"github.com/toolbridge/toolbridge/bridge/policy"
 	"github.com/toolbridge/toolbridge/bridge/trust"
 	"github.com/toolbridge/toolbridge/bridge/upstream"
 	"github.com/toolbridge/toolbridge/config"
 	"github.com/toolbridge/toolbridge/config/toolid"
+	"github.com/toolbridge/toolbridge/trace"
 )
 
 // ticketServer is an upstream whose tools answer with the arguments they
@@ -371,5 +376,52 @@ func TestOverridesApplyOnReload(t *testing.T) {
 	}
 	if _, ok := listedTool(t, listTools(t, c), "create_issue"); !ok {
 		t.Fatalf("create_issue not back after the override was removed: %v", toolNames(t, c))
+	}
+}
+
+// The TOOL span names the real tool and the name the model used, and a
+// fixed argument's value (which may be a secret from the config) is
+// masked in the recorded arguments.
+func TestOverrideSpanNamesBothAndMasksFixedArgs(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	cfg := trustConfig(t, config.ModeOff)
+	cfg.Tools = []config.ToolRule{{Match: "github::create_issue", Name: "open_ticket", Args: map[string]any{"owner": "s3cr3t-org-token"}}}
+	g, err := New(cfg, Options{Telemetry: trace.New(tp, sdkmetric.NewMeterProvider(), trace.WithRecordContent(true))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := newTicketServer("Create an issue in a repository")
+	if err := g.Connect(context.Background(), []upstream.Spec{{Name: "github", InProcess: ts.MCPServer}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = g.Close() })
+	c := connectClient(t, g, mcp.ClientCapabilities{})
+	if res, text := callText(t, c, "open_ticket", map[string]any{"repo": "r", "title": "t"}); res.IsError || ts.lastCall()["owner"] != "s3cr3t-org-token" {
+		t.Fatalf("call = %q, upstream got %v", text, ts.lastCall())
+	}
+	spans := exp.GetSpans()
+	found := false
+	for _, s := range spans {
+		if s.Name == "tools/call create_issue" && s.SpanKind == oteltrace.SpanKindInternal {
+			found = true
+			if attr(s, trace.AttrGenAIToolName) != "create_issue" || attr(s, trace.AttrToolExposed) != "open_ticket" {
+				t.Errorf("TOOL span attributes = %v, want the real tool and the name used", s.Attributes)
+			}
+			if args := attr(s, trace.AttrGenAIToolArguments); !strings.Contains(args, `"owner":"****"`) || !strings.Contains(args, `"repo":"r"`) {
+				t.Errorf("recorded arguments = %s, want owner masked and the model's arguments", args)
+			}
+		}
+		// The result is the upstream's own (this one echoes its
+		// arguments); the gateway adds the value nowhere else.
+		for _, kv := range s.Attributes {
+			if strings.Contains(kv.Value.Emit(), "s3cr3t") && kv.Key != trace.AttrGenAIToolResult {
+				t.Errorf("span %q carries the fixed argument's value in %s", s.Name, kv.Key)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no TOOL span among %d", len(spans))
 	}
 }

@@ -51,6 +51,18 @@ func (c *Config) Redacted() *Config {
 	for i := range r.Hooks {
 		redactArgs(r.Hooks[i].Args)
 	}
+	for i := range r.Tools {
+		// A fixed argument with a secret-looking name (api_key: ${KEY})
+		// is masked; strings that are URLs lose their secrets.
+		for k, v := range r.Tools[i].Args {
+			switch s, isString := v.(string); {
+			case secretName(k):
+				r.Tools[i].Args[k] = Mask
+			case isString:
+				r.Tools[i].Args[k] = redactURL(s)
+			}
+		}
+	}
 	return r
 }
 
@@ -73,6 +85,14 @@ func (c *Config) clone() *Config {
 	r.NeverDefer = slices.Clone(c.NeverDefer)
 	r.DeferrablePrefixes = slices.Clone(c.DeferrablePrefixes)
 	r.Tools = slices.Clone(c.Tools)
+	for i := range r.Tools {
+		r.Tools[i].Keywords = slices.Clone(r.Tools[i].Keywords)
+		r.Tools[i].Args = maps.Clone(r.Tools[i].Args)
+		if a := r.Tools[i].Annotations; a != nil {
+			cp := *a
+			r.Tools[i].Annotations = &cp
+		}
+	}
 	r.Serve.AllowedOrigins = slices.Clone(c.Serve.AllowedOrigins)
 	r.Serve.AllowedHosts = slices.Clone(c.Serve.AllowedHosts)
 	r.Hooks = slices.Clone(c.Hooks)
