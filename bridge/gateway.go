@@ -199,7 +199,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		// check the server's own capabilities for that, only the
 		// client's.
 		server.WithRecovery(),
-		server.WithInstructions("toolbridge: one MCP server in front of many."),
+		server.WithInstructions(instructions),
 	)
 	g.relay = upstream.NewRelay(g.srv, g.upstreamChanged)
 	g.pool = upstream.NewPool(cfg, upstream.PoolOptions{
@@ -213,6 +213,14 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g.catalog.Store(empty)
 	return g, nil
 }
+
+// instructions are the server instructions hosts load at start (Claude
+// Code, for one): they teach the model bridge mode, which it meets only
+// when tool_search is listed, in three lines.
+const instructions = "toolbridge: one MCP server in front of many. When tool_search is listed, most tools are not: " +
+	"find one with tool_search {\"query\": \"what you want to do\"}, read its parameters with tool_describe {\"tool_name\": \"<id>\"}, " +
+	"then run it with tool_call {\"tool_name\": \"<id>\", \"tool_args\": {...}}.\n" +
+	"On a miss, search again with other words (the task, not a guessed tool name), or with an empty query to list the catalog by server; never invent a tool id."
 
 // searchIndexMaxHits caps what the gateway asks the index for: the
 // configured limit plus the visible tools it filters out.

@@ -476,7 +476,7 @@ func searchResult(query string, res SearchResult, filter searchFilter) *mcp.Call
 		if res.Partial {
 			fmt.Fprintf(&b, "No tool matches %q as written; these share part of a word with it (a close spelling or a prefix), and the catalog by server follows. ", clip(query, maxEcho))
 		}
-		fmt.Fprintf(&b, "%d tools for %q (of %d not listed). Run one with tool_call {\"tool_name\": \"<id>\", \"tool_args\": {...}}.\n", len(res.Tools), clip(query, maxEcho), res.TotalDeferred)
+		fmt.Fprintf(&b, "%s for %q (of %d not listed). Run one with tool_call {\"tool_name\": \"<id>\", \"tool_args\": {...}}.\n", plural(len(res.Tools), "tool", "tools"), clip(query, maxEcho), res.TotalDeferred)
 		for i, h := range res.Tools {
 			fmt.Fprintf(&b, "\n%d. %s — %s\n", i+1, h.ID, h.Description)
 			if len(h.Annotations) > 0 {
@@ -500,7 +500,7 @@ func searchResult(query string, res SearchResult, filter searchFilter) *mcp.Call
 			}
 		}
 	case strings.TrimSpace(query) == "":
-		fmt.Fprintf(&b, "%d tools are not listed; search them by keywords. By server:\n", res.TotalDeferred)
+		fmt.Fprintf(&b, "%s not listed; search them by keywords. By server:\n", plural(res.TotalDeferred, "tool is", "tools are"))
 	default:
 		fmt.Fprintf(&b, "No tool matches %q.", clip(query, maxEcho))
 		if len(res.DidYouMean) > 0 {

@@ -401,8 +401,12 @@ func fixArgs(t *Tool, args json.RawMessage) (json.RawMessage, string) {
 	}
 	if len(sent) > 0 {
 		sort.Strings(sent)
-		return nil, fmt.Sprintf("%s was not run: the argument %s is fixed by the gateway's configuration and may not be sent; call it again without %s",
-			t.Exposed, strings.Join(sent, ", "), plural(len(sent), "it", "them"))
+		what, pronoun := "argument "+sent[0]+" is", "it"
+		if len(sent) > 1 {
+			what, pronoun = "arguments "+strings.Join(sent, ", ")+" are", "them"
+		}
+		return nil, fmt.Sprintf("%s was not run: the %s fixed by the gateway's configuration and may not be sent; call it again without %s",
+			t.Exposed, what, pronoun)
 	}
 	maps.Copy(m, t.override.fixed)
 	out, err := json.Marshal(m)

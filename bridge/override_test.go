@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -216,7 +217,7 @@ func TestToolOverrides(t *testing.T) {
 					} else {
 						isErr, text = call(toolid.MetaCall, map[string]any{"tool_name": "github::create_issue", "tool_args": map[string]any{"owner": "evil", "repo": "r", "title": "t"}})
 					}
-					if !isErr || !strings.Contains(text, "owner is fixed") || strings.Contains(text, "acme") {
+					if !isErr || !strings.Contains(text, "argument owner is fixed") || !strings.HasSuffix(text, "without it") || strings.Contains(text, "acme") {
 						t.Errorf("%s: a model-sent fixed argument = %v %q, want refused naming owner, not its value", via, isErr, text)
 					}
 				}
@@ -423,5 +424,62 @@ func TestOverrideSpanNamesBothAndMasksFixedArgs(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("no TOOL span among %d", len(spans))
+	}
+}
+
+// tool_search's answer counts in English: "1 tool for", not "1 tools for".
+func TestSearchAnswerGrammar(t *testing.T) {
+	for _, tc := range []struct {
+		hits int
+		want string
+	}{{1, `1 tool for "x" (of 3 not listed)`}, {2, `2 tools for "x" (of 3 not listed)`}} {
+		res := SearchResult{TotalDeferred: 3}
+		for i := range tc.hits {
+			res.Tools = append(res.Tools, SearchHit{ID: toolid.Join("s", string(rune('a'+i)))})
+		}
+		if text := searchResult("x", res, searchFilter{}).Content[0].(mcp.TextContent).Text; !strings.HasPrefix(text, tc.want) {
+			t.Errorf("%d hits: %q, want it to start %q", tc.hits, text, tc.want)
+		}
+	}
+	res := SearchResult{TotalDeferred: 1}
+	if text := searchResult("", res, searchFilter{}).Content[0].(mcp.TextContent).Text; !strings.HasPrefix(text, "1 tool is not listed") {
+		t.Errorf("browse of one tool: %q", text)
+	}
+}
+
+// The initialize instructions teach bridge mode: search, describe, call,
+// and what to do on a miss.
+func TestInitializeInstructionsTeachBridgeMode(t *testing.T) {
+	g, err := New(trustConfig(t, config.ModeOn), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = g.Close() })
+	c, err := client.NewInProcessClient(g.MCPServer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	res, err := c.Initialize(context.Background(), init)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := res.Instructions
+	order := []string{"tool_search", "tool_describe", "tool_call", "On a miss", "empty query"}
+	last := -1
+	for _, w := range order {
+		i := strings.Index(text, w)
+		if i <= last {
+			t.Fatalf("instructions lack %q after %q:\n%s", w, order, text)
+		}
+		last = i
+	}
+	if lines := strings.Count(text, "\n") + 1; lines > 3 {
+		t.Errorf("instructions are %d lines, want at most 3", lines)
 	}
 }

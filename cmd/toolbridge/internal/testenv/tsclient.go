@@ -44,6 +44,9 @@ const (
 	// code + PKCE, gets a token, then searches, describes and calls Want
 	// and finds Hidden unknown.
 	SessionOAuth = "oauth"
+	// SessionCalls: tools/list, then each of the spec's Calls, whose text
+	// must hold its Want and whose isError must match.
+	SessionCalls = "calls"
 )
 
 // TSSessionTimeout bounds one driver run; a hung gateway fails the run
@@ -81,6 +84,16 @@ type TSSession struct {
 	WantArgs    map[string]any `json:"wantArgs,omitempty"`
 	Hidden      string         `json:"hidden,omitempty"`
 	HiddenQuery string         `json:"hiddenQuery,omitempty"`
+	// Calls (SessionCalls) are the tool calls to make.
+	Calls []TSCall `json:"calls,omitempty"`
+}
+
+// TSCall is one call of SessionCalls and what its answer must say.
+type TSCall struct {
+	Name    string         `json:"name"`
+	Args    map[string]any `json:"args,omitempty"`
+	Want    string         `json:"want"`
+	IsError bool           `json:"isError,omitempty"`
 }
 
 // TSSearch is one query of SessionSearch and the tool id it must find.

@@ -7,7 +7,7 @@
 //
 //   node client-session.mjs '<spec JSON>'
 //
-// spec: {"session": "demo" | "activate" | "npm" | "search",
+// spec: {"session": "demo" | "activate" | "npm" | "search" | "calls",
 //        "transport": "stdio" | "http",
 //        "command", "args", "env"   (stdio: how to start toolbridge)
 //        "url"                      (http: toolbridge's /mcp endpoint)
@@ -19,7 +19,10 @@
 //        "searchRetryMs"            (search: how long a query is asked
 //                                    again until its want is found, for
 //                                    a gateway still embedding its
-//                                    catalog; 0 asks once)}
+//                                    catalog; 0 asks once)
+//        "calls"                    (calls: [{"name", "args", "want",
+//                                    "isError"}]: each call's text must
+//                                    hold want, and its isError match)}
 //
 // Output, one JSON object per line on stdout: first {"plan": [step names]},
 // then {"step", "ok", "detail"?, "error"?} per step in order, then
@@ -513,6 +516,21 @@ const sessions = {
         assert(Date.now() < until, `${want} not in the top 5 for ${JSON.stringify(query)}: ${ids.join(", ")}`);
         await new Promise((r) => setTimeout(r, 500));
       }
+    }]),
+    noProtocolErrors,
+  ],
+
+  // calls: the spec's tool calls, in order, after tools/list (which gives
+  // the SDK the outputSchemas it holds every structuredContent to).
+  calls: [
+    connect,
+    metaList,
+    ...(spec.calls ?? []).map(({ name, args, want, isError }, i) => [`call ${i + 1}: ${name} ${clip(JSON.stringify(args ?? {}), 80)}`, async () => {
+      const res = await call(name, args ?? {});
+      const text = textOf(res);
+      assert(Boolean(res.isError) === Boolean(isError), `isError ${res.isError}, want ${Boolean(isError)}: ${clip(text)}`);
+      assert(text.includes(want), `${JSON.stringify(want)} not in ${clip(text)}`);
+      return clip(text, 200);
     }]),
     noProtocolErrors,
   ],
