@@ -121,3 +121,36 @@ func TestRedactedMasksSecretFixedArgs(t *testing.T) {
 		t.Error("Redacted changed the original config")
 	}
 }
+
+// config check prints overrides as they were written: annotations and
+// fixed arguments of every JSON type, in YAML and JSON.
+func TestRenderToolOverrides(t *testing.T) {
+	path := writeFile(t, "c.yaml", `mcpServers:
+  github: {command: gh-mcp}
+tools:
+  - match: "github::create_issue"
+    name: open_ticket
+    args: {owner: acme, labels: [a, b], draft: false, n: 3, meta: {x: 1}, api_key: hunter2-secret}
+    annotations: {destructiveHint: true}
+`)
+	cfg, err := Load(LoadOptions{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := cfg.Render("yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"name: open_ticket", "destructiveHint: true", "owner: acme", "- a", "draft: false", "x: 1", "api_key: '****'"} {
+		if !strings.Contains(string(y), want) {
+			t.Errorf("YAML lacks %q:\n%s", want, y)
+		}
+	}
+	j, err := cfg.Render("json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(j), `"annotations": {`) || strings.Contains(string(j), "&{") || strings.Contains(string(j)+string(y), "hunter2") {
+		t.Errorf("JSON:\n%s", j)
+	}
+}

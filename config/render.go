@@ -101,6 +101,12 @@ func toTree(v reflect.Value) any {
 		return v.Int()
 	case reflect.Float32, reflect.Float64:
 		return v.Float()
+	case reflect.Pointer, reflect.Interface:
+		// A tool rule's annotations, and its fixed arguments' values.
+		if v.IsNil() {
+			return nil
+		}
+		return toTree(v.Elem())
 	}
 	return fmt.Sprint(v.Interface())
 }

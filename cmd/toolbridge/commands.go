@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/spf13/cobra"
 
+	"github.com/toolbridge/toolbridge/bridge"
 	"github.com/toolbridge/toolbridge/config"
 	"github.com/toolbridge/toolbridge/config/toolid"
 )
@@ -230,6 +231,7 @@ func (a *app) configCheckCmd() *cobra.Command {
 	}
 	f := a.configFlags(cmd, allKeyFlags)
 	format := cmd.Flags().String("format", "yaml", "output format: yaml or json")
+	connect := cmd.Flags().Bool("connect", false, "also start or connect to the servers and check the tools: rules against their tools (a rule that matches no tool, a rename that collides)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if len(args) == 1 {
 			if f.path != "" && f.path != args[0] {
@@ -255,8 +257,36 @@ func (a *app) configCheckCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		_, err = a.io.out.Write(out)
-		return err
+		if _, err = a.io.out.Write(out); err != nil || !*connect {
+			return err
+		}
+		return a.checkToolRules(cmd.Context(), f)
 	}
 	return cmd
+}
+
+// checkToolRules connects to the servers and reports the tools: rules
+// that only the servers' tool lists can judge (see docs/configuration.md,
+// "Tool rules and overrides"): the same lines serve logs at start-up.
+func (a *app) checkToolRules(ctx context.Context, f *configFlags) error {
+	cfg, specs, err := f.loadWithServers(a.environ)
+	if err != nil {
+		return err
+	}
+	g, err := bridge.New(cfg, bridge.Options{Environ: a.environ, Progress: a.io.err})
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	if err := g.Connect(ctx, specs); err != nil {
+		fmt.Fprintln(a.io.err, "toolbridge: checking the tools: rules without the servers that failed (rules on them are not judged)")
+	}
+	problems := g.Catalog().OverrideProblems
+	for _, p := range problems {
+		fmt.Fprintln(a.io.err, "toolbridge: config error: "+p)
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%d tools: rules do not fit the servers' tools", len(problems))
+	}
+	return nil
 }

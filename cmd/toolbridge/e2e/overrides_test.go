@@ -99,6 +99,18 @@ func TestToolOverrides(t *testing.T) {
 	}
 	g.close(t)
 
+	// config check judges the file alone; with --connect it lists the
+	// servers' tools and says what start-up said, failing.
+	if code, _, stderr := runCLI(t, env, "config", "check", cfg); code != 0 {
+		t.Errorf("config check without --connect: exit %d\n%s", code, stderr)
+	}
+	code, stdout, stderr := runCLI(t, env, "config", "check", "--connect", cfg)
+	if code == 0 || !strings.Contains(stdout, "name: open_ticket") ||
+		!strings.Contains(stderr, `config error: tools[2]: match "github::create_isue" matches no tool (did you mean "github::create_issue"?)`) ||
+		!strings.Contains(stderr, `config error: tools[1]: name "search_code" for gitlab::create_issue collides with github::search_code`) {
+		t.Errorf("config check --connect: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+
 	// The TypeScript SDK client, strict, over the same gateway.
 	stateDir, _ := strings.CutPrefix(env[0], "TOOLBRIDGE_STATE_DIR=")
 	report, driverErr, err := testenv.NPM(t).RunTSSession(t.Context(), testenv.TSSession{
