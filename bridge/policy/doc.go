@@ -25,8 +25,9 @@
 // configured ones: CommandHook for each config.Hook, then the Audit log.
 //
 // A CommandHook gets the call as one JSON object on stdin
-// ({"event","server","tool","arguments","session","class","via", and
-// "annotations" when the tool has any}; after
+// ({"event","server","tool","arguments","session","class","via",
+// "annotations" when the tool has any, and "exposed_name", the name the
+// model called it by, when a tools: rule renamed it}; after
 // events add "outcome", "is_error", "duration_ms", "error", "result").
 // Exit 0 allows, exit 2 denies with stderr (first 4 KiB) as the reason the
 // model sees, any other exit, a crash or a timeout is logged and allows.
