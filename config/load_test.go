@@ -567,7 +567,7 @@ func TestMoreBrokenInput(t *testing.T) {
 		{"null in list", "c.json", `{"core_tools": ["bash", null]}`, []string{`: core_tools[1]: expected a string, got null`}},
 		{"tool rule without match", "c.yaml", "tools: [{class: core}]\n", []string{`: tools[0].match: missing: want a glob on "server::tool" such as "github::*"`}},
 		{"long value cut", "c.yaml", "tokenizer: " + strings.Repeat("x", 100) + "\n", []string{`: tokenizer: invalid value "` + strings.Repeat("x", 60) + `"...: want o200k_base or estimate`}},
-		{"tool rule without class", "c.yaml", "tools: [{match: \"a::*\"}]\n", []string{`: tools[0].class: missing: want core, deferrable, unknown or disabled`}},
+		{"tool rule without class", "c.yaml", "tools: [{match: \"a::*\"}]\n", []string{`: tools[0].class: missing: want core, deferrable, unknown or disabled, or an override (name, description, description_append, keywords, args, annotations)`}},
 		{"hook without command", "c.yaml", "hooks: [{match: \"*\"}]\n", []string{`: hooks[0].command: missing: a hook needs a command to run`}},
 		{"empty prefix", "c.yaml", "deferrable_prefixes: [\"\"]\n", []string{`: deferrable_prefixes[0]: must not be empty`}},
 		{"limits", "c.yaml", "search: {default_limit: 50, max_limit: 10}\n", []string{`: search.default_limit: must not exceed search.max_limit (10), got 50`}},

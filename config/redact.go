@@ -58,7 +58,7 @@ func (c *Config) Redacted() *Config {
 			switch s, isString := v.(string); {
 			case secretName(k):
 				r.Tools[i].Args[k] = Mask
-			case isString:
+			case isString && strings.Contains(s, "://"):
 				r.Tools[i].Args[k] = redactURL(s)
 			}
 		}
