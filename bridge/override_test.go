@@ -483,3 +483,67 @@ func TestInitializeInstructionsTeachBridgeMode(t *testing.T) {
 		t.Errorf("instructions are %d lines, want at most 3", lines)
 	}
 }
+
+// FuzzWithoutArgs: whatever schema an upstream sends, the schema the model
+// sees is JSON whenever the upstream's was, with no fixed argument among
+// its properties or required names, and an empty required list dropped.
+func FuzzWithoutArgs(f *testing.F) {
+	f.Add(createIssueSchema, "owner")
+	f.Add(`{"type":"object","required":["owner"],"properties":{"owner":{}}}`, "owner")
+	f.Add(`{"type":"object","required":"owner"}`, "owner")
+	f.Add(`{"properties":[1,2]}`, "x")
+	f.Add(`[]`, "x")
+	f.Add(`{"type":"object","properties":{"a\u003cb":{}},"required":["a<b",3]}`, "a<b")
+	f.Fuzz(func(t *testing.T, schema, arg string) {
+		out := withoutArgs(json.RawMessage(schema), map[string]json.RawMessage{arg: json.RawMessage(`"v"`)})
+		if !json.Valid([]byte(schema)) {
+			return
+		}
+		if !json.Valid(out) {
+			t.Fatalf("withoutArgs(%s) = %s, not JSON", schema, out)
+		}
+		var s map[string]any
+		if json.Unmarshal(out, &s) != nil || s == nil {
+			return
+		}
+		if props, ok := s["properties"].(map[string]any); ok {
+			if _, left := props[arg]; left {
+				t.Fatalf("fixed %q still a property: %s", arg, out)
+			}
+		}
+		if req, ok := s["required"].([]any); ok {
+			if len(req) == 0 {
+				t.Fatalf("empty required left: %s", out)
+			}
+			if slices.Contains(req, any(arg)) {
+				t.Fatalf("fixed %q still required: %s", arg, out)
+			}
+		}
+	})
+}
+
+// FuzzFixArgs: a call either is refused, naming the fixed argument it
+// sent and never the fixed value, or reaches the upstream as a JSON object
+// holding the fixed value.
+func FuzzFixArgs(f *testing.F) {
+	f.Add(`{"repo":"r"}`)
+	f.Add(`{"owner":"evil"}`)
+	f.Add(`null`)
+	f.Add(``)
+	f.Add(`[1]`)
+	f.Add(`{"owner":null,"owner":"x"}`)
+	tool := &Tool{ID: "github::create_issue", Exposed: "open_ticket", override: &override{fixed: map[string]json.RawMessage{"owner": json.RawMessage(`"acme-secret-org"`)}}}
+	f.Fuzz(func(t *testing.T, args string) {
+		out, refused := fixArgs(tool, json.RawMessage(args))
+		if refused != "" {
+			if strings.Contains(refused, "acme-secret-org") || out != nil {
+				t.Fatalf("refusal %q (out %s) for %s", refused, out, args)
+			}
+			return
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(out, &m); err != nil || string(m["owner"]) != `"acme-secret-org"` {
+			t.Fatalf("fixArgs(%s) = %s (%v), want owner injected", args, out, err)
+		}
+	})
+}
