@@ -140,7 +140,9 @@ func TestYAMLShowsEveryKey(t *testing.T) {
 	}
 	text := string(b)
 	for _, key := range koanfKeys(reflect.TypeFor[config.Config]()) {
-		if !regexp.MustCompile(`(?m)^[\s-]*` + regexp.QuoteMeta(key) + `:`).MatchString(text) {
+		// A key may be shown commented out ("# access:"): access rules
+		// need serve.oauth, which has no working default.
+		if !regexp.MustCompile(`(?m)^[\s#-]*` + regexp.QuoteMeta(key) + `:`).MatchString(text) {
 			t.Errorf("toolbridge.yaml does not show the key %q", key)
 		}
 	}
