@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/toolbridge/toolbridge/bridge/access"
 	"net"
 	"net/http"
 	"strings"
@@ -89,6 +90,7 @@ func (g *Gateway) recordCall(ctx context.Context, c call, start time.Time, res *
 		At: start, Tool: c.tool.ID, Server: c.tool.Server, Via: c.via,
 		Latency: time.Since(start),
 		TraceID: oteltrace.SpanContextFromContext(ctx).TraceID(),
+		Caller:  access.FromContext(ctx).String(),
 	}
 	switch {
 	case err != nil:
@@ -111,6 +113,7 @@ func (g *Gateway) recordSearch(ctx context.Context, query string, res SearchResu
 	rec := ui.Search{
 		At: time.Now(), Query: query, Total: len(res.Tools), Partial: res.Partial,
 		TraceID: oteltrace.SpanContextFromContext(ctx).TraceID(),
+		Caller:  access.FromContext(ctx).String(),
 	}
 	for i := 0; i < len(res.Tools) && i < ui.MaxHits; i++ {
 		rec.Hits[i] = res.Tools[i].ID

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"github.com/toolbridge/toolbridge/bridge/access"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -295,5 +296,51 @@ func TestServeUIOnLoopbackOnly(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("ServeUI did not return with a viewer connected")
+	}
+}
+
+// TestStatusPageNamesTheCaller: a call and a search made by an identified
+// caller show its subject on the event stream, and recording them still
+// allocates nothing.
+func TestStatusPageNamesTheCaller(t *testing.T) {
+	g, err := New(uiConfig(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	ctx := access.NewContext(context.Background(), &access.Identity{Subject: "alice@example.com", Groups: []string{"dev"}})
+	c := call{tool: &Tool{ID: "alpha::echo", Server: "alpha", Name: "echo"}, via: "tool_call"}
+	res := &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent("ok")}}
+	found := SearchResult{Tools: []SearchHit{{ID: "alpha::echo"}}}
+	if n := testing.AllocsPerRun(100, func() {
+		g.recordCall(ctx, c, time.Now(), res, nil)
+		g.recordSearch(ctx, "echo", found)
+	}); n != 0 {
+		t.Errorf("%v allocations per recorded call and search with a caller, want 0", n)
+	}
+	srv := httptest.NewServer(g.HTTPHandler())
+	defer srv.Close()
+	rctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(rctx, "GET", srv.URL+"/ui/api/events", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	r := bufio.NewReader(resp.Body)
+	for seen := 0; seen < 2; {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("reading the backlog: %v", err)
+		}
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok {
+			continue
+		}
+		seen++
+		if !strings.Contains(data, `"caller":"alice@example.com"`) {
+			t.Errorf("event without the caller: %s", data)
+		}
 	}
 }
