@@ -40,27 +40,47 @@ func startHTTPCommand(t *testing.T, command string, args ...string) *httpGateway
 // needs it first).
 func startHTTPCommandOn(t *testing.T, port int, command string, args ...string) *httpGateway {
 	t.Helper()
+	return startGateway(t, testEnv(t, nil), port, command, args...)
+}
+
+// startGateway does startHTTPCommandOn's work with env as the process's
+// environment. It takes a testing.TB so that a test can check how it fails.
+func startGateway(t testing.TB, env []string, port int, command string, args ...string) *httpGateway {
+	t.Helper()
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	g := &httpGateway{url: base + "/mcp", base: base, stderr: &testenv.SyncBuffer{}}
 	args = append([]string{command, "--transport", "http", "--listen", fmt.Sprintf("127.0.0.1:%d", port)}, args...)
 	g.cmd = exec.Command(binary, args...)
-	g.cmd.Env = testEnv(t, nil)
+	g.cmd.Env = env
 	g.cmd.Stderr = g.stderr
 	testenv.SetProcessGroup(g.cmd)
 	if err := g.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- g.cmd.Wait() }()
+	// exited is closed (not sent on) once Wait returns, so that both the
+	// start loop and the cleanup can see the exit: with a single value on a
+	// channel, a gateway that exited before serving left the cleanup
+	// waiting for a value the start loop had already taken, forever.
+	exited := make(chan struct{})
+	var waitErr error
+	go func() {
+		waitErr = g.cmd.Wait()
+		close(exited)
+	}()
 	t.Cleanup(func() {
+		select {
+		case <-exited:
+			return // already gone (it failed to start): nothing to stop
+		default:
+		}
 		descendants := testenv.DescendantProcesses(g.cmd.Process.Pid)
 		_ = g.cmd.Process.Signal(os.Interrupt)
 		select {
-		case <-done:
+		case <-exited:
 		case <-time.After(20 * time.Second):
 			t.Errorf("toolbridge did not exit within 20s of SIGINT\nstderr:\n%s", g.stderr)
 			_ = testenv.KillProcessGroup(g.cmd.Process.Pid)
-			<-done
+			<-exited
 		}
 		waitGone(t, descendants)
 	})
@@ -74,8 +94,8 @@ func startHTTPCommandOn(t *testing.T, port int, command string, args ...string) 
 			}
 		}
 		select {
-		case err := <-done:
-			t.Fatalf("toolbridge exited before serving: %v\nstderr:\n%s", err, g.stderr)
+		case <-exited:
+			t.Fatalf("toolbridge exited before serving: %v\nstderr:\n%s", waitErr, g.stderr)
 		default:
 		}
 		if time.Now().After(deadline) {
@@ -87,7 +107,7 @@ func startHTTPCommandOn(t *testing.T, port int, command string, args ...string) 
 
 // waitGone fails the test if any of pids is still alive after a grace
 // period: toolbridge must stop every child it started.
-func waitGone(t *testing.T, pids []int) {
+func waitGone(t testing.TB, pids []int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
