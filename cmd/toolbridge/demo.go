@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"github.com/spf13/cobra"
+	"os"
 
 	"github.com/toolbridge/toolbridge/bridge/upstream"
 	"github.com/toolbridge/toolbridge/config"
@@ -33,6 +35,20 @@ mode says otherwise; a config file given with -c adds its servers.`,
 		cfg, err := f.load(a.environ)
 		if err != nil {
 			return err
+		}
+		// The demo pins its own example servers' tools. Kept in the
+		// user's state_dir, those pins would hold the tools of a real
+		// server that shares a name with one of them (time, notes, ...),
+		// as #24 found for two configs that share a server name. So unless
+		// state_dir is set to somewhere else, the demo keeps its state in
+		// a temporary directory that goes when it ends.
+		if cfg.StateDir == config.DefaultStateDir(func(k string) (string, bool) { return config.LookupEnv(a.environ, k) }) {
+			dir, err := os.MkdirTemp("", "toolbridge-demo-")
+			if err != nil {
+				return fmt.Errorf("creating the demo's state directory: %w", err)
+			}
+			defer os.RemoveAll(dir)
+			cfg.StateDir = dir
 		}
 		specs := demoSpecs(cfg)
 		if *script {

@@ -348,3 +348,26 @@ func TestOneShotAdviceIsForTerminals(t *testing.T) {
 		})
 	}
 }
+
+// TestDemoKeepsOutOfTheUsersState: the demo's pins are of its own example
+// servers; written to the default state_dir they would quarantine a real
+// server's tools that share a name (time, notes, ...). A state_dir the user
+// set is still used.
+func TestDemoKeepsOutOfTheUsersState(t *testing.T) {
+	home := t.TempDir()
+	code, out, errOut := runCmd(t, []string{"HOME=" + home}, "demo", "--script")
+	if code != 0 {
+		t.Fatalf("demo --script exited %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(home, ".local", "state", "toolbridge")); !os.IsNotExist(err) {
+		t.Errorf("the demo wrote to the default state_dir under HOME (stat: %v)", err)
+	}
+	state := t.TempDir()
+	code, out, errOut = runCmd(t, []string{"HOME=" + home, "TOOLBRIDGE_STATE_DIR=" + state}, "demo", "--script")
+	if code != 0 {
+		t.Fatalf("demo --script with TOOLBRIDGE_STATE_DIR exited %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if pins, _ := filepath.Glob(filepath.Join(state, "pins", "*.json")); len(pins) == 0 {
+		t.Errorf("the demo wrote no pins to the state_dir the user set (%s)", state)
+	}
+}
