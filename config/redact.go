@@ -244,7 +244,11 @@ func ShowURLs(text string, full bool) string {
 		// closing quote (Post \"http://...\"): the backslash belongs to
 		// the line, not to the URL, which would show it as %5C or mask it
 		// away and leave the line's quotes unbalanced.
-		u := strings.TrimRight(m, `\`)
+		//
+		// Punctuation that ends a sentence or a clause ("at
+		// http://host/mcp; connecting") belongs to the line too: kept in
+		// the URL it made "mcp;" a segment to mask and ate the ";".
+		u := strings.TrimRight(m, `\.,;:!?)]}`)
 		return ShowURL(u, full) + m[len(u):]
 	})
 }

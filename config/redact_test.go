@@ -237,7 +237,12 @@ func TestRedactURLs(t *testing.T) {
 		{`Post "http://u:***@127.0.0.1:1/mcp?api_key=S1&x=1": dial tcp 127.0.0.1:1: connect: connection refused`,
 			`Post "http://****@127.0.0.1:1/mcp?api_key=****&x=****": dial tcp 127.0.0.1:1: connect: connection refused`},
 		{"two: https://a.example/?token=S1 and https://b.example/?sig=S2.",
-			"two: https://a.example:443/?token=**** and https://b.example:443/?sig=****"},
+			"two: https://a.example:443/?token=**** and https://b.example:443/?sig=****."},
+		// Punctuation after a URL belongs to the line: "mcp;" was masked
+		// as a secret segment and the ";" lost from the listen line.
+		{"serving streamable HTTP at http://127.0.0.1:8080/mcp; connecting 1 server",
+			"serving streamable HTTP at http://127.0.0.1:8080/mcp; connecting 1 server"},
+		{"see (https://h.example/docs/sk-S1), then", "see (https://h.example:443/****/****), then"},
 		{"url=https://a.example/p?key=S1;next", "url=https://a.example:443/****?key=****"},
 		// A log line quotes an error that quotes the URL: the URL ends at
 		// the escaped quote, and the backslash stays out of it (it was
