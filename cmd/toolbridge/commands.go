@@ -42,6 +42,12 @@ func (a *app) bridgedSession(ctx context.Context, f *configFlags, everyTool bool
 	cat := s.g.Catalog()
 	if len(cat.Tools) == 0 {
 		s.Close()
+		// Held tools are not in the catalog: without this the answer
+		// said "no server offers a tool" while a server offered 14, all
+		// quarantined (#24 item 14: quarantine must not be silent).
+		if h := cat.Held(); h != nil {
+			return nil, fmt.Errorf("no tool can be used: %d held (quarantined) on %s; review them with: %s", h.Tools, strings.Join(h.Servers, ", "), h.Review)
+		}
 		return nil, errors.New("no configured server offers a tool (see the lines above)")
 	}
 	if d := cat.Decision; !d.Bridge {

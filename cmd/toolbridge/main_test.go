@@ -318,6 +318,19 @@ func TestNoServerUp(t *testing.T) {
 	}
 }
 
+// TestOneShotSaysWhenEveryToolIsHeld: when every tool a server offers is
+// quarantined, the one-shot commands say how many are held and how to
+// review them, not that no server offers a tool.
+func TestOneShotSaysWhenEveryToolIsHeld(t *testing.T) {
+	cfg := writeTestFile(t, "held.json", fmt.Sprintf(`{"state_dir": %q, "trust": {"new_servers": "quarantine"}, "mcpServers": {"math": {"command": %q, "args": ["math"]}}}`, t.TempDir(), demoServer(t)))
+	for _, args := range [][]string{{"search", "add two numbers"}, {"describe", "math::add"}} {
+		code, _, errOut := runCmd(t, nil, append(args, "-c", cfg)...)
+		if code != 1 || !strings.Contains(errOut, "14 held (quarantined) on math") || !strings.Contains(errOut, "toolbridge trust list") {
+			t.Errorf("%q: exit %d, stderr %q", args, code, errOut)
+		}
+	}
+}
+
 // TestOneShotAdviceIsForTerminals: what the meta-tools tell a model to do
 // next (call tool_search with some JSON) reaches a terminal user as the
 // toolbridge command to type.
