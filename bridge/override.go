@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/sahilm/fuzzy"
 
 	"github.com/toolbridge/toolbridge/config"
 	"github.com/toolbridge/toolbridge/config/toolid"
@@ -162,40 +161,10 @@ func (c *Catalog) closestTool(match string) string {
 		ids[i] = t.ID
 	}
 	pattern := strings.NewReplacer("*", "", "?", "", "[", "", "]", "", "\\", "").Replace(match)
-	if m := fuzzy.Find(pattern, ids); len(m) > 0 {
-		return fmt.Sprintf(" (did you mean %q?)", m[0].Str)
-	}
-	best, dist := "", -1
-	for _, id := range ids {
-		if d := levenshtein(strings.ToLower(pattern), strings.ToLower(id)); dist < 0 || d < dist {
-			best, dist = id, d
-		}
-	}
-	if best != "" && dist <= max(2, len(pattern)/3) {
+	if best := config.Suggest(pattern, ids); best != "" {
 		return fmt.Sprintf(" (did you mean %q?)", best)
 	}
 	return ""
-}
-
-// levenshtein is the edit distance of a and b, in bytes.
-func levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // applyTo applies the rules that match t, in config order, and returns

@@ -39,6 +39,10 @@ func suggest(name string, candidates []string) string {
 	return ""
 }
 
+// Suggest is suggest for other packages: the one did-you-mean rule for
+// names a user typed (config keys, tool ids in tool rules).
+func Suggest(name string, candidates []string) string { return suggest(name, candidates) }
+
 // didYouMean formats suggest's answer as a message suffix, or "".
 func didYouMean(name string, candidates []string) string {
 	if s := suggest(name, candidates); s != "" {
