@@ -1,7 +1,6 @@
 package search
 
 import (
-	"math"
 	"runtime"
 	"slices"
 	"strings"
@@ -42,7 +41,7 @@ type Index struct {
 	// norm[f][b] is field f's BM25F weight over its length normalisation
 	// for a document whose field length is in bucket b. It depends on the
 	// average field lengths, so link and unlink refresh it.
-	norm [numFields][math.MaxUint8 + 1]float64
+	norm normTable
 }
 
 // termEntry is one term's postings across segments, in one array so that

@@ -341,11 +341,7 @@ func (ix *Index) exactScore(refs []groupRef, g int) float64 {
 			if p == nil {
 				continue
 			}
-			tfn := 0.0
-			for mask := p.fields; mask != 0; mask &= mask - 1 {
-				f := bits.TrailingZeros8(mask)
-				tfn += float64(p.tf[f]) * norm[f][m.lenq[f]]
-			}
+			tfn := norm.tfNorm(p, m)
 			if tfn == 0 {
 				continue
 			}
@@ -425,11 +421,7 @@ func (ix *Index) addGroup(grp queryGroup, sc *scratch, only bool) {
 					continue
 				}
 				m := &meta[p.doc]
-				tfn := 0.0
-				for mask := p.fields; mask != 0; mask &= mask - 1 {
-					f := bits.TrailingZeros8(mask)
-					tfn += float64(p.tf[f]) * norm[f][m.lenq[f]]
-				}
+				tfn := norm.tfNorm(&p, m)
 				if tfn == 0 {
 					continue
 				}
@@ -496,11 +488,7 @@ func (ix *Index) rescore(groups []queryGroup, sc *scratch, docs []int) {
 					p := run[i]
 					run = run[i+1:]
 					m := &meta[p.doc]
-					tfn := 0.0
-					for mask := p.fields; mask != 0; mask &= mask - 1 {
-						f := bits.TrailingZeros8(mask)
-						tfn += float64(p.tf[f]) * norm[f][m.lenq[f]]
-					}
+					tfn := norm.tfNorm(&p, m)
 					if tfn == 0 {
 						continue
 					}

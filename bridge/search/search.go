@@ -212,11 +212,7 @@ func (ix *Index) accumulate(groups []queryGroup, sc *scratch) {
 				post = post[c.n:]
 				for _, p := range run {
 					m := &meta[p.doc]
-					tfn := 0.0
-					for mask := p.fields; mask != 0; mask &= mask - 1 {
-						f := bits.TrailingZeros8(mask)
-						tfn += float64(p.tf[f]) * norm[f][m.lenq[f]]
-					}
+					tfn := norm.tfNorm(&p, m)
 					if tfn == 0 {
 						continue
 					}

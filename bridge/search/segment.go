@@ -2,6 +2,7 @@ package search
 
 import (
 	"math"
+	"math/bits"
 	"slices"
 	"strings"
 
@@ -242,3 +243,19 @@ type termPosting struct {
 	term int32
 	p    posting
 }
+
+// tfNorm is p's term frequency over its fields, each normalised by the
+// document's length in that field: the one formula that accumulate, the
+// pruned passes and feedback share, so that their scores match to the bit.
+func (norm *normTable) tfNorm(p *posting, m *docMeta) float64 {
+	tfn := 0.0
+	for mask := p.fields; mask != 0; mask &= mask - 1 {
+		f := bits.TrailingZeros8(mask)
+		tfn += float64(p.tf[f]) * norm[f][m.lenq[f]]
+	}
+	return tfn
+}
+
+// normTable holds, per field and quantised length, the BM25F length
+// normalisation.
+type normTable [numFields][math.MaxUint8 + 1]float64
