@@ -217,6 +217,12 @@ type Config struct {
 	// bridge), so about 10 MB for 2000, and about 60 MB RSS in all.
 	MaxToolsPerServer int `koanf:"max_tools_per_server" json:"max_tools_per_server"`
 
+	// Redis is where replicas share state, for a team that runs several
+	// gateways behind a load balancer. With no redis.url (the default)
+	// nothing is shared and nothing changes: one gateway on a laptop needs
+	// no Redis.
+	Redis Redis `koanf:"redis" json:"redis"`
+
 	// Telemetry configures OpenTelemetry traces and metrics.
 	Telemetry Telemetry `koanf:"telemetry" json:"telemetry"`
 	// UI configures the status page.
@@ -252,6 +258,9 @@ type Config struct {
 	// secret, password, auth...) stay masked. Env TOOLBRIDGE_SHOW_FULL_URLS.
 	ShowFullURLs bool `koanf:"show_full_urls" json:"show_full_urls"`
 }
+
+// DefaultRedisKeyPrefix is redis.key_prefix's default.
+const DefaultRedisKeyPrefix = "toolbridge:"
 
 // Token stores.
 const (
@@ -631,6 +640,23 @@ type UI struct {
 	Listen string `koanf:"listen" json:"listen,omitempty"`
 }
 
+// Redis configures the state that replicas share (see package bridge/state).
+type Redis struct {
+	// URL is the Redis (or Valkey) server: redis://[user:password@]host:port[/db],
+	// rediss:// for TLS, or unix:///path/to/socket. Empty (the default)
+	// shares nothing. Env TOOLBRIDGE_REDIS__URL. The password is a secret:
+	// logs, errors, /readyz and config check show the URL with it masked.
+	URL string `koanf:"url" json:"url,omitempty"`
+	// KeyPrefix starts every key and pub/sub channel toolbridge uses
+	// (default "toolbridge:"), so that several gateways, or a gateway and
+	// other programs, can share one Redis without reading each other's
+	// state. Replicas that serve the same team must use the same prefix.
+	KeyPrefix string `koanf:"key_prefix" json:"key_prefix"`
+}
+
+// Enabled reports whether replicas share state through Redis.
+func (r Redis) Enabled() bool { return r.URL != "" }
+
 // Hook runs a command around matching tool calls. The call arrives as JSON
 // on stdin; exit 0 allows, exit 2 denies with stderr as the reason, any other
 // exit is logged and allows.
@@ -700,6 +726,7 @@ func Default() Config {
 		Restart:           Restart{Initial: 500 * time.Millisecond, Max: 30 * time.Second},
 		MaxResultBytes:    10 << 20,
 		MaxToolsPerServer: DefaultMaxToolsPerServer,
+		Redis:             Redis{KeyPrefix: DefaultRedisKeyPrefix},
 		Telemetry:         Telemetry{Exporter: ExporterNone},
 		TokenStore:        TokenStoreAuto,
 	}

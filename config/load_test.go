@@ -86,6 +86,7 @@ func wantFull() Config {
 		Restart:           Restart{Initial: time.Second, Max: time.Minute},
 		MaxResultBytes:    2 << 20,
 		MaxToolsPerServer: 500,
+		Redis:             Redis{KeyPrefix: DefaultRedisKeyPrefix},
 		Telemetry:         Telemetry{Exporter: ExporterOTLP, RecordContent: true},
 		Hooks: []Hook{{
 			Match:   "github::*",

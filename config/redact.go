@@ -48,6 +48,7 @@ func (c *Config) Redacted() *Config {
 		r.Serve.AuthToken = Mask
 	}
 	r.Search.Embeddings.URL = ShowURL(r.Search.Embeddings.URL, c.ShowFullURLs)
+	r.Redis.URL = ShowURL(r.Redis.URL, c.ShowFullURLs)
 	for i := range r.Hooks {
 		redactArgs(r.Hooks[i].Args)
 	}

@@ -187,6 +187,7 @@ func validate(c *Config, prov provenance) []error {
 	v.positive(root.key("max_result_bytes"), c.MaxResultBytes)
 	v.positive(root.key("max_tools_per_server"), int64(c.MaxToolsPerServer))
 
+	v.redis(root.key("redis"), c.Redis)
 	v.oneOf(root.key("telemetry").key("exporter"), c.Telemetry.Exporter, ExporterNone, ExporterOTLP, ExporterStdout)
 	v.traceUI(root.key("telemetry").key("ui_url"), c.Telemetry.UIURL)
 	if c.UI.Listen != "" {
@@ -505,6 +506,39 @@ func (v *validator) uiListen(p keyPath, addr string) {
 			what = "an empty host (every interface)"
 		}
 		v.fail(p, "%s is not a loopback address: the status page's own listener serves this machine only; listen on 127.0.0.1 (to share the page, serve over HTTP, where it is at /ui/ behind serve.auth_token)", what)
+	}
+}
+
+// redis checks redis.url and redis.key_prefix. The URL is never quoted back:
+// it may carry a password.
+func (v *validator) redis(p keyPath, r Redis) {
+	if r.KeyPrefix == "" {
+		v.fail(p.key("key_prefix"), "must not be empty: every replica's keys would mix with whatever else the Redis holds (the default is %q)", DefaultRedisKeyPrefix)
+	}
+	if r.URL == "" {
+		return
+	}
+	u, err := url.Parse(r.URL)
+	if err != nil {
+		v.fail(p.key("url"), "is not a URL (want redis://host:6379, rediss://host:6379 or unix:///path)")
+		return
+	}
+	switch u.Scheme {
+	case "redis", "rediss":
+		if u.Host == "" {
+			v.fail(p.key("url"), "%s has no host: want %s://host:6379", ShowURL(r.URL, false), u.Scheme)
+		}
+		if db := strings.Trim(u.Path, "/"); db != "" {
+			if n, err := strconv.Atoi(db); err != nil || n < 0 {
+				v.fail(p.key("url"), "%s: the path must be a database number, such as /0", ShowURL(r.URL, false))
+			}
+		}
+	case "unix":
+		if u.Path == "" {
+			v.fail(p.key("url"), "unix:// needs a socket path, such as unix:///run/redis/redis.sock")
+		}
+	default:
+		v.fail(p.key("url"), "scheme %s is not redis, rediss or unix", quoteShort(u.Scheme))
 	}
 }
 
