@@ -20,6 +20,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/toolbridge/toolbridge/bridge/access"
 	"github.com/toolbridge/toolbridge/bridge/search"
 	"github.com/toolbridge/toolbridge/bridge/search/semantic"
 	"github.com/toolbridge/toolbridge/bridge/ui"
@@ -43,6 +44,10 @@ type Options struct {
 	// Telemetry overrides the one cfg.Telemetry would set up (tests pass
 	// an in-memory one). The gateway shuts down only one it set up itself.
 	Telemetry *trace.Telemetry
+	// CallLimiter counts each caller's tool calls in flight against
+	// serve.max_in_flight; nil counts in this process
+	// (access.NewLocalLimiter). Replicas pass one backed by shared state.
+	CallLimiter access.CallLimiter
 }
 
 // Gateway serves the upstreams' tools, prompts and resources as one MCP
@@ -181,7 +186,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		server.WithPromptFilter(g.filterPrompts),
 		server.WithToolHandlerMiddleware(g.countCalls),
 		server.WithToolHandlerMiddleware(g.traceToolCalls),
-		server.WithToolHandlerMiddleware(newInFlight(cfg.Serve.MaxInFlight).middleware),
+		server.WithToolHandlerMiddleware(newInFlight(cfg.Serve.MaxInFlight, opts.CallLimiter, logger).middleware),
 		// tools/list_changed is sent by the gateway itself, to each
 		// session whose view changed (see toolsChanged); initialize still
 		// declares listChanged (see declareToolsListChanged).

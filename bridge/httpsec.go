@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
@@ -17,6 +19,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/toolbridge/toolbridge/bridge/access"
 	"github.com/toolbridge/toolbridge/config"
 )
 
@@ -157,38 +160,48 @@ func originAllowed(origin string, allowed map[string]bool) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// inFlight bounds the tool calls one client session may have running at
-// once, so one client cannot take every upstream's capacity.
+// inFlight bounds the tool calls one caller may have running at once
+// (serve.max_in_flight), so one client cannot take every upstream's
+// capacity; limiter does the counting (in memory by default, shared
+// between replicas when one is passed in Options.CallLimiter).
 type inFlight struct {
-	limit int
-	mu    sync.Mutex
-	calls map[string]int // session id -> calls running
+	limit   int // for the refusal's text
+	limiter access.CallLimiter
+	logger  *slog.Logger
 }
-
-func newInFlight(limit int) *inFlight { return &inFlight{limit: limit, calls: map[string]int{}} }
 
 // middleware refuses a call beyond the limit with an isError result the
 // model can act on (wait for results, then retry).
 func (f *inFlight) middleware(next server.ToolHandlerFunc) server.ToolHandlerFunc {
-	if f.limit <= 0 {
+	if f.limiter == nil {
 		return next
 	}
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		id := inFlightKey(ctx)
-		f.mu.Lock()
-		if f.calls[id] >= f.limit {
-			f.mu.Unlock()
+		release, err := f.limiter.Acquire(ctx, id)
+		if errors.Is(err, access.ErrLimitReached) {
 			return toolError("This %s already has %d tool calls running (serve.max_in_flight). Wait for some to finish, then call again.", inFlightWho(id), f.limit), nil
 		}
-		f.calls[id]++
-		f.mu.Unlock()
-		defer func() {
-			f.mu.Lock()
-			if f.calls[id]--; f.calls[id] <= 0 {
-				delete(f.calls, id)
-			}
-			f.mu.Unlock()
-		}()
+		if err != nil {
+			// The count could not be kept (shared state down): refuse
+			// rather than run calls nobody counts. The key may name the
+			// subject, never a token.
+			f.logger.Warn("refusing a tool call: counting the caller's calls in flight failed", "error", err)
+			return toolError("The gateway could not count this %s's tool calls running (serve.max_in_flight). Try again shortly.", inFlightWho(id)), nil
+		}
+		defer release()
 		return next(ctx, req)
 	}
+}
+
+// newInFlight bounds calls to limit per caller with limiter, or with an
+// in-memory limiter when limiter is nil; limit <= 0 turns the bound off.
+func newInFlight(limit int, limiter access.CallLimiter, logger *slog.Logger) *inFlight {
+	if limit <= 0 {
+		return &inFlight{}
+	}
+	if limiter == nil {
+		limiter = access.NewLocalLimiter(limit)
+	}
+	return &inFlight{limit: limit, limiter: limiter, logger: logger}
 }
