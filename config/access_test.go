@@ -54,6 +54,21 @@ access:
 			wantErr: "needs serve.transport: http"},
 		{name: "empty groups claim", body: serve + "    groups_claim: \"\"\n", wantErr: "groups_claim: must not be empty"},
 		{name: "scope with a space", body: serve + "    required_scopes: [\"a b\"]\n", wantErr: "invalid scope"},
+		{name: "introspection", body: serve + "    introspection_url: https://idp.example.com/oauth/introspect\n    introspection_client_id: gw\n    introspection_client_secret: ${INTRO_SECRET}\n",
+			check: func(t *testing.T, c *Config) {
+				o := c.Serve.OAuth
+				if o.IntrospectionURL != "https://idp.example.com/oauth/introspect" || o.IntrospectionClientID != "gw" || o.IntrospectionClientSecret != "s3cr3t-from-env" {
+					t.Errorf("introspection = %q %q (secret from ${INTRO_SECRET}: %v)", o.IntrospectionURL, o.IntrospectionClientID, o.IntrospectionClientSecret == "s3cr3t-from-env")
+				}
+			}},
+		{name: "introspection over plain http", body: serve + "    introspection_url: http://idp.example.com/introspect\n    introspection_client_id: gw\n    introspection_client_secret: x\n",
+			wantErr: "serve.oauth.introspection_url: " + `introspection endpoint "http://idp.example.com/introspect" must use https://`},
+		{name: "introspection without a client", body: serve + "    introspection_url: https://idp.example.com/introspect\n",
+			wantErr: "serve.oauth.introspection_client_id: missing"},
+		{name: "introspection without a secret", body: serve + "    introspection_url: https://idp.example.com/introspect\n    introspection_client_id: gw\n",
+			wantErr: "serve.oauth.introspection_client_secret: missing"},
+		{name: "introspection client without an endpoint", body: serve + "    introspection_client_id: gw\n    introspection_client_secret: s3cr3t-from-env\n",
+			wantErr: "serve.oauth.introspection_url: missing"},
 		{name: "access without oauth", body: "access:\n  - groups: [dev]\n    allow: [\"*\"]\n", wantErr: "access: needs serve.oauth"},
 		{name: "rule selects nobody", body: serve + "access:\n  - allow: [\"*\"]\n", wantErr: "access[0]: selects nobody"},
 		{name: "rule allows and denies nothing", body: serve + "access:\n  - groups: [dev]\n", wantErr: "access[0].allow: missing"},
@@ -68,12 +83,12 @@ access:
 			if err := os.WriteFile(path, []byte(tt.body), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			cfg, err := Load(LoadOptions{Path: path, Environ: []string{"TOOLBRIDGE_STATE_DIR=" + t.TempDir()}})
+			cfg, err := Load(LoadOptions{Path: path, Environ: []string{"TOOLBRIDGE_STATE_DIR=" + t.TempDir(), "INTRO_SECRET=s3cr3t-from-env"}})
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("Load error = %v, want %q", err, tt.wantErr)
 				}
-				if strings.Contains(err.Error(), "s3cret-token") {
+				if strings.Contains(err.Error(), "s3cret-token") || strings.Contains(err.Error(), "s3cr3t-from-env") {
 					t.Fatalf("the error shows the auth token: %v", err)
 				}
 				return

@@ -577,6 +577,20 @@ type OAuth struct {
 	// RequiredScopes must all be in the token's scope; a token without
 	// one gets 403 insufficient_scope.
 	RequiredScopes []string `koanf:"required_scopes" json:"required_scopes,omitempty"`
+	// IntrospectionURL, if set, is the issuer's RFC 7662 token
+	// introspection endpoint: an access token that is not a JWT (an
+	// opaque token) is checked there, and accepted only when the answer
+	// says active, names this gateway's audience in aud, has a sub, and is
+	// not expired. Answers are cached by the token's SHA-256 for at most a
+	// minute and never past the token's exp. Without it, only JWT access
+	// tokens are accepted. It must be https://, except on a loopback host.
+	IntrospectionURL string `koanf:"introspection_url" json:"introspection_url,omitempty"`
+	// IntrospectionClientID and IntrospectionClientSecret authenticate the
+	// gateway at the introspection endpoint (client_secret_basic). Give the
+	// secret as ${VAR} from the environment (a Kubernetes Secret, say):
+	// `config check` masks it, and it never reaches a log, error or span.
+	IntrospectionClientID     string `koanf:"introspection_client_id" json:"introspection_client_id,omitempty"`
+	IntrospectionClientSecret string `koanf:"introspection_client_secret" json:"introspection_client_secret,omitempty"`
 }
 
 // Enabled reports whether OAuth is configured.

@@ -47,6 +47,9 @@ func (c *Config) Redacted() *Config {
 	if r.Serve.AuthToken != "" {
 		r.Serve.AuthToken = Mask
 	}
+	if r.Serve.OAuth.IntrospectionClientSecret != "" {
+		r.Serve.OAuth.IntrospectionClientSecret = Mask
+	}
 	r.Search.Embeddings.URL = ShowURL(r.Search.Embeddings.URL, c.ShowFullURLs)
 	r.Redis.URL = ShowURL(r.Redis.URL, c.ShowFullURLs)
 	for i := range r.Hooks {

@@ -17,6 +17,7 @@ func secretConfig() (*Config, []string) {
 		"s3cr3t-auth-token", "s3cr3t-userinfo-user", "s3cr3t-userinfo-pass", "s3cr3t-query-token",
 		"s3cr3t-fragment", "s3cr3t-pg-pass", "s3cr3t-flag-value", "s3cr3t-flag-eq", "s3cr3t-name-eq",
 		"s3cr3t-bearer", "s3cr3t-hook-arg", "s3cr3t-arg-url-key", "s3cr3t-client-secret", "s3cr3t-private-key",
+		"s3cr3t-introspection",
 	}
 	c := Default()
 	c.Servers = map[string]Server{
@@ -47,6 +48,7 @@ func secretConfig() (*Config, []string) {
 		},
 	}
 	c.Serve.AuthToken = "s3cr3t-auth-token"
+	c.Serve.OAuth.IntrospectionClientSecret = "s3cr3t-introspection"
 	c.Hooks = []Hook{{Match: "*", Command: "hook", Args: []string{"--token", "s3cr3t-hook-arg"}, Events: []string{HookBefore}, Timeout: DefaultHookTimeout}}
 	return &c, secrets
 }

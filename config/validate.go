@@ -73,6 +73,7 @@ func normalize(c *Config) {
 	lower(&c.Policy.Destructive)
 	c.Serve.OAuth.Issuer = strings.TrimSpace(c.Serve.OAuth.Issuer)
 	c.Serve.OAuth.Audience = strings.TrimSpace(c.Serve.OAuth.Audience)
+	c.Serve.OAuth.IntrospectionURL = strings.TrimSpace(c.Serve.OAuth.IntrospectionURL)
 	for i := range c.Hooks {
 		h := &c.Hooks[i]
 		if h.Match == "" {
@@ -419,6 +420,29 @@ func (v *validator) oauth(p keyPath, s Serve) {
 		if sc == "" || strings.ContainsAny(sc, " \t\"\\") {
 			v.fail(p.key("required_scopes").at(i), "invalid scope %s: want a non-empty token without spaces or quotes", quoteShort(sc))
 		}
+	}
+	v.introspection(p, o)
+}
+
+// introspection checks serve.oauth's RFC 7662 settings: the endpoint is
+// reached like the issuer (https unless loopback: the answer decides who
+// gets in), and it needs the client that authenticates there. The secret
+// is never quoted in a message.
+func (v *validator) introspection(p keyPath, o OAuth) {
+	if o.IntrospectionURL == "" {
+		if o.IntrospectionClientID != "" || o.IntrospectionClientSecret != "" {
+			v.fail(p.key("introspection_url"), "missing: introspection_client_id and introspection_client_secret are set, but there is no endpoint to use them at")
+		}
+		return
+	}
+	if err := CheckIssuerURL(o.IntrospectionURL); err != nil {
+		v.fail(p.key("introspection_url"), "%s", strings.Replace(err.Error(), "issuer", "introspection endpoint", 1))
+	}
+	if o.IntrospectionClientID == "" {
+		v.fail(p.key("introspection_client_id"), "missing: the introspection endpoint needs the client the gateway authenticates as")
+	}
+	if o.IntrospectionClientSecret == "" {
+		v.fail(p.key("introspection_client_secret"), "missing: want the introspection client's secret, such as ${INTROSPECTION_SECRET}")
 	}
 }
 

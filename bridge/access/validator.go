@@ -79,6 +79,8 @@ type Error struct {
 	// Scope is the scopes required, for insufficient_scope.
 	Scope  string
 	reason string
+	// inactive: the issuer's introspection answer refused the token.
+	inactive bool
 }
 
 func (e *Error) Error() string { return "refusing the access token: " + e.reason }
@@ -112,6 +114,8 @@ type Validator struct {
 	tried   time.Time // the last fetch attempt, for minRefetch
 
 	cache *tokenCache
+	// in checks opaque tokens (RFC 7662); nil without introspection_url.
+	in *introspector
 }
 
 // ValidatorOptions are a Validator's collaborators.
@@ -144,7 +148,17 @@ func NewValidator(cfg config.OAuth, opts ValidatorOptions) (*Validator, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &Validator{cfg: cfg, client: client, now: now, cache: newTokenCache(maxCached)}, nil
+	v := &Validator{cfg: cfg, client: client, now: now, cache: newTokenCache(maxCached)}
+	if cfg.IntrospectionURL != "" {
+		if err := config.CheckIssuerURL(cfg.IntrospectionURL); err != nil {
+			return nil, fmt.Errorf("creating the token validator: introspection_url: %w", err)
+		}
+		if cfg.IntrospectionClientID == "" {
+			return nil, errors.New("creating the token validator: introspection_url needs introspection_client_id")
+		}
+		v.in = newIntrospector(cfg.IntrospectionURL, cfg.IntrospectionClientID, cfg.IntrospectionClientSecret, client)
+	}
+	return v, nil
 }
 
 // Validate checks token and returns the caller's identity, or an *Error.
@@ -158,15 +172,30 @@ func (v *Validator) Validate(ctx context.Context, token string) (*Identity, erro
 	sum := sha256.Sum256([]byte(token))
 	now := v.now()
 	id, ok := v.cache.get(sum, now)
+	if ok && id == nil {
+		return nil, invalid("the issuer said recently that this token is not active")
+	}
 	if !ok {
 		var exp time.Time
 		var err error
-		id, exp, err = v.validate(ctx, token, now)
+		trust := cacheFor
+		if v.in != nil && strings.Count(token, ".") != 2 {
+			// Not a JWT: an opaque token, which only the issuer can read.
+			trust = introspectCacheFor
+			id, exp, err = v.introspect(ctx, token, now)
+			if e, isErr := err.(*Error); isErr && e.inactive {
+				v.cache.put(sum, nil, now.Add(refusedFor), now)
+			}
+		} else {
+			id, exp, err = v.validate(ctx, token, now)
+		}
 		if err != nil {
 			return nil, err
 		}
-		until := now.Add(cacheFor)
-		if exp.Before(until) {
+		// Trusted until its exp at the latest: the cache never outlives
+		// the token.
+		until := now.Add(trust)
+		if !exp.IsZero() && exp.Before(until) {
 			until = exp
 		}
 		v.cache.put(sum, id, until, now)
@@ -227,6 +256,21 @@ func (v *Validator) validate(ctx context.Context, token string, now time.Time) (
 		id.ClientID = c[0]
 	} else if c := stringsClaim(tok, "azp", false); len(c) == 1 {
 		id.ClientID = c[0]
+	}
+	return id, exp, nil
+}
+
+// introspect asks the issuer's introspection endpoint about an opaque
+// token. An answer that refuses it is an errInactive (cached briefly); a
+// failure to ask is not (the next request asks again).
+func (v *Validator) introspect(ctx context.Context, token string, now time.Time) (*Identity, time.Time, error) {
+	body, err := v.in.introspect(ctx, token)
+	if err != nil {
+		return nil, time.Time{}, invalid(err.Error())
+	}
+	id, exp, err := ParseIntrospection(body, v.cfg.Issuer, v.cfg.Audience, v.cfg.GroupsClaim, now)
+	if err != nil {
+		return nil, time.Time{}, &Error{Status: http.StatusUnauthorized, Code: "invalid_token", reason: err.Error(), inactive: true}
 	}
 	return id, exp, nil
 }

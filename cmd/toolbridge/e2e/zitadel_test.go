@@ -22,26 +22,37 @@ import (
 // client_credentials grant; the gateway finds the JWKS through the OP's
 // discovery document, checks iss, aud, exp and the scope, and reads the
 // groups claim: svc-dev sees the math server and not text, svc-ops the
-// other way round. A token without the required scope gets the 403 that
-// asks for it, and no token reaches the gateway's output.
+// other way round. svc-opaque gets an opaque token, which the gateway
+// checks at the OP's RFC 7662 introspection endpoint (serve.oauth.
+// introspection_url, the client secret from the environment). A token
+// without the required scope gets the 403 that asks for it, a made-up
+// opaque token a 401, and no token or secret reaches the gateway's output
+// (debug logging on, so refusals are logged with their reasons).
 func TestZitadelIssuedTokens(t *testing.T) {
+	const introSecret = "intro-secret-e2e-51c7"
 	t.Setenv("TOOLBRIDGE_STATE_DIR", t.TempDir())
+	t.Setenv("ZITADEL_INTROSPECTION_SECRET", introSecret)
 	port := testenv.FreePort(t)
 	url := fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
 	op := testenv.StartZitadelOP(t, testenv.ZitadelOptions{
-		Audience: url,
+		Audience:       url,
+		IntrospectorID: "toolbridge-gw", IntrospectorSecret: introSecret,
 		Clients: []testenv.ZitadelClient{
+			{ID: "svc-opaque", Secret: "opaque-secret-2d4e", Groups: []string{"ops"}},
 			{ID: "svc-dev", Secret: "dev-secret-6f1e", JWT: true, Groups: []string{"dev"}},
 			{ID: "svc-ops", Secret: "ops-secret-93ab", JWT: true, Groups: []string{"ops"}},
 		},
 	})
 	cfg := demoConfig(t, "mode: on\n"+
 		"serve:\n  oauth:\n    issuer: "+op.Issuer+"\n    audience: "+url+"\n    required_scopes: [mcp:tools]\n"+
+		"    introspection_url: "+op.Issuer+"/oauth/introspect\n    introspection_client_id: toolbridge-gw\n"+
+		"    introspection_client_secret: ${ZITADEL_INTROSPECTION_SECRET}\n"+
 		"access:\n  - groups: [dev]\n    allow: [\"math::*\"]\n  - groups: [ops]\n    allow: [\"text::*\"]\n", "")
-	g := startHTTPCommandOn(t, port, "serve", "-c", cfg)
+	g := startHTTPCommandOn(t, port, "serve", "-v", "-c", cfg)
 
 	devToken := op.Token(t, "svc-dev", "dev-secret-6f1e", "mcp:tools")
 	opsToken := op.Token(t, "svc-ops", "ops-secret-93ab", "mcp:tools")
+	opaqueToken := op.Token(t, "svc-opaque", "opaque-secret-2d4e", "mcp:tools")
 	if strings.Count(devToken, ".") != 2 {
 		t.Fatalf("zitadel's OP gave svc-dev a token that is not a JWT (%d dots)", strings.Count(devToken, "."))
 	}
@@ -50,6 +61,7 @@ func TestZitadelIssuedTokens(t *testing.T) {
 	}{
 		{"svc-dev", devToken, "math::evaluate_expression", "text::base64_decode", "math", "text"},
 		{"svc-ops", opsToken, "text::base64_decode", "math::evaluate_expression", "text", "math"},
+		{"svc-opaque", opaqueToken, "text::base64_decode", "math::evaluate_expression", "text", "math"},
 	} {
 		t.Run(tc.who, func(t *testing.T) {
 			c := bearerClient(t, g.url, tc.token)
@@ -70,10 +82,42 @@ func TestZitadelIssuedTokens(t *testing.T) {
 		t.Errorf("svc-dev's call: isError=%v %s", isErr, text)
 	}
 
-	// The OP's token without mcp:tools: 403 insufficient_scope, naming it.
+	// The OP's tokens without mcp:tools: 403 insufficient_scope, naming
+	// it, for a JWT and an opaque token alike.
 	narrow := op.Token(t, "svc-dev", "dev-secret-6f1e", "openid")
-	req, _ := http.NewRequest(http.MethodPost, g.url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
-	req.Header.Set("Authorization", "Bearer "+narrow)
+	narrowOpaque := op.Token(t, "svc-opaque", "opaque-secret-2d4e", "openid")
+	for _, tok := range []string{narrow, narrowOpaque} {
+		status, www := ping(t, g.url, tok)
+		if status != http.StatusForbidden || !strings.Contains(www, "insufficient_scope") || !strings.Contains(www, "mcp:tools") {
+			t.Errorf("a token without mcp:tools: %d %q, want 403 insufficient_scope naming mcp:tools", status, www)
+		}
+	}
+	// A made-up opaque token (the OP's introspection says inactive) and a
+	// real one with a character changed: 401.
+	forged := opaqueToken[:len(opaqueToken)-3] + "AAA"
+	for _, tok := range []string{"made-up-opaque-token-0e9f", forged} {
+		if status, www := ping(t, g.url, tok); status != http.StatusUnauthorized || !strings.Contains(www, "invalid_token") {
+			t.Errorf("an opaque token the OP did not issue: %d %q, want 401 invalid_token", status, www)
+		}
+	}
+
+	out := g.stderr.String()
+	if !strings.Contains(out, "refused an access token") {
+		t.Errorf("toolbridge -v logged no refusal: the grep below would prove nothing\n%s", out)
+	}
+	for _, tok := range []string{devToken, opsToken, opaqueToken, narrow, narrowOpaque, forged, "dev-secret-6f1e", "ops-secret-93ab", "opaque-secret-2d4e", introSecret} {
+		if strings.Contains(out, tok) || strings.Contains(out, tok[len(tok)-12:]) {
+			t.Errorf("toolbridge's stderr holds a token or secret (…%s)", tok[len(tok)-4:])
+		}
+	}
+}
+
+// ping posts a JSON-RPC ping with token and returns the status and the
+// WWW-Authenticate header.
+func ping(t *testing.T, url, token string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	resp, err := http.DefaultClient.Do(req)
@@ -81,16 +125,7 @@ func TestZitadelIssuedTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if www := resp.Header.Get("WWW-Authenticate"); resp.StatusCode != http.StatusForbidden || !strings.Contains(www, "insufficient_scope") || !strings.Contains(www, "mcp:tools") {
-		t.Errorf("a token without mcp:tools: %d %q, want 403 insufficient_scope naming mcp:tools", resp.StatusCode, www)
-	}
-
-	out := g.stderr.String()
-	for _, tok := range []string{devToken, opsToken, narrow, "dev-secret-6f1e", "ops-secret-93ab"} {
-		if strings.Contains(out, tok) || strings.Contains(out, tok[len(tok)-12:]) {
-			t.Errorf("toolbridge's stderr holds a token or secret (…%s)", tok[len(tok)-4:])
-		}
-	}
+	return resp.StatusCode, resp.Header.Get("WWW-Authenticate")
 }
 
 // bearerClient is an MCP session over streamable HTTP that sends token.
