@@ -175,6 +175,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	hooks.AddAfterInitialize(declareToolsListChanged)
 	hooks.AddOnRegisterSession(g.registerCaller)
 	hooks.AddOnUnregisterSession(g.callers.unregister)
+	hooks.AddBeforeReadResource(g.routeRead)
 	hooks.AddAfterListResources(g.filterResources)
 	hooks.AddAfterListResourceTemplates(g.filterTemplates)
 	hooks.AddOnUnregisterSession(func(ctx context.Context, s server.ClientSession) { g.revealed.forget(s.SessionID()) })
@@ -360,12 +361,18 @@ func (g *Gateway) rebuild() (told bool) {
 	}
 
 	resources := make([]server.ServerResource, 0, len(cat.Resources))
+	// Registered under routed keys, so that a resource the caller may not
+	// see is answered like an unknown one (see routeRead).
 	for _, r := range cat.Resources {
-		resources = append(resources, server.ServerResource{Resource: r.Resource, Handler: g.resourceHandler(r.Server)})
+		res := r.Resource
+		res.URI = routeKey(res.URI)
+		resources = append(resources, server.ServerResource{Resource: res, Handler: g.resourceHandler(r.Server)})
 	}
 	templates := make([]server.ServerResourceTemplate, 0, len(cat.Templates))
 	for _, t := range cat.Templates {
-		templates = append(templates, server.ServerResourceTemplate{Template: t.Template, Handler: server.ResourceTemplateHandlerFunc(g.resourceHandler(t.Server))})
+		if tpl, ok := routedTemplate(t.Template); ok {
+			templates = append(templates, server.ServerResourceTemplate{Template: tpl, Handler: server.ResourceTemplateHandlerFunc(g.resourceHandler(t.Server))})
+		}
 	}
 	print := fingerprint([]any{resources, templates}, func(v any) any {
 		switch list := v.(type) {

@@ -42,6 +42,9 @@ func (g *Gateway) promptHandler(p *Prompt) server.PromptHandlerFunc {
 // resource or template.
 func (g *Gateway) resourceHandler(serverName string) server.ResourceHandlerFunc {
 	return func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+		// mcp-go found the routed key that routeRead gave a URI the
+		// caller may see; this check only holds if that ever changes.
+		req.Params.URI = unroute(req.Params.URI)
 		if g.serverHidden(ctx, serverName) {
 			return nil, fmt.Errorf("handler not found for resource URI '%s': %w", req.Params.URI, server.ErrResourceNotFound)
 		}

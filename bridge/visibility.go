@@ -179,20 +179,21 @@ func (g *Gateway) filterPrompts(ctx context.Context, prompts []mcp.Prompt) []mcp
 	return out
 }
 
-// filterResources holds resources/list to the caller's servers.
+// filterResources holds resources/list to the caller's servers, and
+// shows each resource under its URI rather than its routed key.
 func (g *Gateway) filterResources(ctx context.Context, _ any, _ *mcp.ListResourcesRequest, res *mcp.ListResourcesResult) {
-	view := g.catalogFor(ctx)
-	if view.full == nil || res == nil {
+	if res == nil {
 		return
 	}
-	allowed := make(map[string]bool, len(view.Resources))
+	view := g.catalogFor(ctx)
+	allowed := make(map[string]mcp.Resource, len(view.Resources))
 	for _, r := range view.Resources {
-		allowed[r.Resource.URI] = true
+		allowed[r.Resource.URI] = r.Resource
 	}
 	out := res.Resources[:0:0]
 	for _, r := range res.Resources {
-		if allowed[r.URI] {
-			out = append(out, r)
+		if orig, ok := allowed[unroute(r.URI)]; ok {
+			out = append(out, orig)
 		}
 	}
 	res.Resources = out
@@ -200,20 +201,23 @@ func (g *Gateway) filterResources(ctx context.Context, _ any, _ *mcp.ListResourc
 
 // filterTemplates holds resources/templates/list to the caller's servers.
 func (g *Gateway) filterTemplates(ctx context.Context, _ any, _ *mcp.ListResourceTemplatesRequest, res *mcp.ListResourceTemplatesResult) {
-	view := g.catalogFor(ctx)
-	if view.full == nil || res == nil {
+	if res == nil {
 		return
 	}
-	allowed := map[string]bool{}
+	view := g.catalogFor(ctx)
+	allowed := map[string]mcp.ResourceTemplate{}
 	for _, t := range view.Templates {
 		if t.Template.URITemplate != nil {
-			allowed[t.Template.URITemplate.Raw()] = true
+			allowed[t.Template.URITemplate.Raw()] = t.Template
 		}
 	}
 	out := res.ResourceTemplates[:0:0]
 	for _, t := range res.ResourceTemplates {
-		if t.URITemplate != nil && allowed[t.URITemplate.Raw()] {
-			out = append(out, t)
+		if t.URITemplate == nil {
+			continue
+		}
+		if orig, ok := allowed[unroute(t.URITemplate.Raw())]; ok {
+			out = append(out, orig)
 		}
 	}
 	res.ResourceTemplates = out
