@@ -128,6 +128,70 @@ func (g *Gateway) HTTPHandler() http.Handler {
 	return h
 }
 
+// readyz answers GET /readyz: whether the gateway is ready (200, else 503
+// while no upstream is connected) and, as JSON, the upstreams' states, the
+// tools trust holds and the config errors only the servers' lists reveal.
+//
+// Under serve.oauth what it shows depends on the caller, since it names
+// the upstreams. A request without an Authorization header (a load
+// balancer's or kubelet's probe) gets only {"ready": bool} and the status
+// code: what a probe needs, and nothing of the catalog. A request with a
+// token goes through the same checks as /mcp (401, 403) and sees its own
+// part: the servers its access rule reaches, and their held tools; the
+// config errors only when no rule restricts it.
+func (g *Gateway) readyz(protect func(http.Handler) http.Handler) http.Handler {
+	full := protect(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		g.writeReadyz(r.Context(), w, false)
+	}))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if g.settings().tokens != nil && r.Header.Get("Authorization") == "" {
+			g.writeReadyz(r.Context(), w, true)
+			return
+		}
+		full.ServeHTTP(w, r)
+	})
+}
+
+// writeReadyz writes /readyz's answer; probe writes only whether the
+// gateway is ready.
+func (g *Gateway) writeReadyz(ctx context.Context, w http.ResponseWriter, probe bool) {
+	statuses := g.pool.Statuses()
+	ready := false
+	for _, s := range statuses {
+		ready = ready || s.Connected
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if !ready {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	body := map[string]any{"ready": ready}
+	if probe {
+		_ = json.NewEncoder(w).Encode(body)
+		return
+	}
+	gr := g.grant(ctx)
+	mine := statuses[:0:0]
+	for _, s := range statuses {
+		if gr.AllowsServer(s.Name) {
+			mine = append(mine, s)
+		}
+	}
+	body["servers"] = mine
+	if held := g.catalogFor(ctx).Held(); held != nil {
+		// Quarantined tools are missing from every list and search:
+		// say so where an operator looks, with the command to review.
+		body["held"] = held
+	}
+	if problems := g.Catalog().OverrideProblems; len(problems) > 0 && gr.Everything() {
+		// Config errors that only the servers' lists reveal (see
+		// applyOverrides): where an operator looks, not only in a log.
+		// They name servers and tools of the whole config, so only a
+		// caller no access rule restricts sees them.
+		body["config_errors"] = problems
+	}
+	_ = json.NewEncoder(w).Encode(body)
+}
+
 // httpHandler is HTTPHandler, plus a function that ends every session's
 // GET stream, for shutdown.
 func (g *Gateway) httpHandler() (http.Handler, func(context.Context)) {
@@ -150,29 +214,7 @@ func (g *Gateway) httpHandler() (http.Handler, func(context.Context)) {
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = io.WriteString(w, "ok\n")
 	})
-	mux.Handle("GET /readyz", protect(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		statuses := g.pool.Statuses()
-		ready := false
-		for _, s := range statuses {
-			ready = ready || s.Connected
-		}
-		w.Header().Set("Content-Type", "application/json")
-		if !ready {
-			w.WriteHeader(http.StatusServiceUnavailable)
-		}
-		body := map[string]any{"ready": ready, "servers": statuses}
-		if held := g.Catalog().Held(); held != nil {
-			// Quarantined tools are missing from every list and search:
-			// say so where an operator looks, with the command to review.
-			body["held"] = held
-		}
-		if problems := g.Catalog().OverrideProblems; len(problems) > 0 {
-			// Config errors that only the servers' lists reveal (see
-			// applyOverrides): where an operator looks, not only in a log.
-			body["config_errors"] = problems
-		}
-		_ = json.NewEncoder(w).Encode(body)
-	})))
+	mux.Handle("GET /readyz", g.readyz(protect))
 	return guardHTTP(serve, mux), mcpHandler.CloseSessions
 }
 
