@@ -21,14 +21,15 @@ const (
 	// a few hundred bytes; a hostile or broken endpoint cannot make the
 	// gateway buffer an endless body on every request.
 	maxIntrospectionBytes = 64 << 10
-	// introspectTimeout bounds one introspection request: a slow
-	// (slow-loris) endpoint cannot hold the callers' requests forever.
+	// introspectTimeout bounds one introspection, the wait for a slot
+	// included: a slow (slow-loris) endpoint, or a queue of made-up
+	// tokens, cannot hold the callers' requests forever.
 	introspectTimeout = 10 * time.Second
 	// maxIntrospecting bounds the introspection requests in flight. Every
 	// made-up opaque token misses the cache; without this bound a flood
 	// of them would turn into as many concurrent requests to the IdP (the
 	// gateway amplifying an attack onto it). Requests beyond it wait for a
-	// slot, within their own deadline.
+	// slot, within introspectTimeout.
 	maxIntrospecting = 8
 	// introspectCacheFor bounds how long an active answer is trusted
 	// without asking again, even when the token lives longer: a token
@@ -55,14 +56,17 @@ func newIntrospector(endpoint, clientID, secret string, client *http.Client) *in
 // introspect asks about token and returns the raw answer. Errors name the
 // endpoint and what went wrong, never the token, the secret or the body.
 func (in *introspector) introspect(ctx context.Context, token string) ([]byte, error) {
+	// The timeout covers the wait for a slot too: under a flood the
+	// requests queued behind the slots give up (401, not cached) instead
+	// of piling up for as long as their clients keep the connection.
+	ctx, cancel := context.WithTimeout(ctx, introspectTimeout)
+	defer cancel()
 	select {
 	case in.slots <- struct{}{}:
 		defer func() { <-in.slots }()
 	case <-ctx.Done():
-		return nil, fmt.Errorf("waiting to introspect: %w", ctx.Err())
+		return nil, fmt.Errorf("waiting to introspect at %s: %w", in.url, ctx.Err())
 	}
-	ctx, cancel := context.WithTimeout(ctx, introspectTimeout)
-	defer cancel()
 	form := url.Values{"token": {token}, "token_type_hint": {"access_token"}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, in.url, strings.NewReader(form.Encode()))
 	if err != nil {

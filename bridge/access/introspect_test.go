@@ -328,3 +328,42 @@ func FuzzParseIntrospection(f *testing.F) {
 		}
 	})
 }
+
+// TestIntrospectionBoundsConcurrency: a burst of made-up opaque tokens (each
+// a cache miss) never has more than 8 introspection requests open at the
+// IdP at once; the rest wait for a slot.
+func TestIntrospectionBoundsConcurrency(t *testing.T) {
+	var inflight, peak atomic.Int32
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := inflight.Add(1)
+		defer inflight.Add(-1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		<-release
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"active":false}`))
+	}))
+	t.Cleanup(srv.Close)
+	v := introspectingValidator(t, srv.URL, introSecret, &clock{t: time.Now()})
+	var wg sync.WaitGroup
+	for i := range 24 {
+		wg.Go(func() { _, _ = v.Validate(context.Background(), fmt.Sprintf("made-up-opaque-%02d", i)) })
+	}
+	// Wait (bounded) until the IdP holds as many as it will get, then
+	// give the others a moment to push past the bound if there were none.
+	deadline := time.Now().Add(30 * time.Second)
+	for inflight.Load() < 8 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
+	close(release)
+	wg.Wait()
+	if p := peak.Load(); p != 8 {
+		t.Errorf("at most %d introspection requests were open at once, want exactly 8 (the bound, reached by 24 callers)", p)
+	}
+}
