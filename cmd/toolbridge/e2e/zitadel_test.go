@@ -39,6 +39,9 @@ func TestZitadelIssuedTokens(t *testing.T) {
 		IntrospectorID: "toolbridge-gw", IntrospectorSecret: introSecret,
 		Clients: []testenv.ZitadelClient{
 			{ID: "svc-opaque", Secret: "opaque-secret-2d4e", Groups: []string{"ops"}},
+			// Tokens minted for an upstream, not for the gateway.
+			{ID: "svc-upstream", Secret: "upstream-secret-7a3c", JWT: true, Groups: []string{"dev"}, Audience: "https://upstream.example.com/mcp"},
+			{ID: "svc-upstream-opaque", Secret: "upstream-secret-4e1b", Groups: []string{"dev"}, Audience: "https://upstream.example.com/mcp"},
 			{ID: "svc-dev", Secret: "dev-secret-6f1e", JWT: true, Groups: []string{"dev"}},
 			{ID: "svc-ops", Secret: "ops-secret-93ab", JWT: true, Groups: []string{"ops"}},
 		},
@@ -92,20 +95,30 @@ func TestZitadelIssuedTokens(t *testing.T) {
 			t.Errorf("a token without mcp:tools: %d %q, want 403 insufficient_scope naming mcp:tools", status, www)
 		}
 	}
-	// A made-up opaque token (the OP's introspection says inactive) and a
-	// real one with a character changed: 401.
+	// A made-up opaque token (the OP's introspection says inactive), a
+	// real one with a character changed, and the OP's real tokens (JWT and
+	// opaque) minted for an upstream's audience: 401, no passthrough.
 	forged := opaqueToken[:len(opaqueToken)-3] + "AAA"
-	for _, tok := range []string{"made-up-opaque-token-0e9f", forged} {
+	upstreamJWT := op.Token(t, "svc-upstream", "upstream-secret-7a3c", "mcp:tools")
+	upstreamOpaque := op.Token(t, "svc-upstream-opaque", "upstream-secret-4e1b", "mcp:tools")
+	for name, tok := range map[string]string{"made up": "made-up-opaque-token-0e9f", "tampered": forged, "JWT for an upstream": upstreamJWT, "opaque for an upstream": upstreamOpaque} {
 		if status, www := ping(t, g.url, tok); status != http.StatusUnauthorized || !strings.Contains(www, "invalid_token") {
-			t.Errorf("an opaque token the OP did not issue: %d %q, want 401 invalid_token", status, www)
+			t.Errorf("%s token: %d %q, want 401 invalid_token", name, status, www)
 		}
 	}
 
-	out := g.stderr.String()
+	// The log reaches the buffer through a pipe: wait (bounded) for the
+	// two wrong-audience refusals before reading it.
+	wctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out := g.stderr.WaitFor(wctx, func(s string) bool { return strings.Count(s, "aud does not name this gateway") >= 2 })
 	if !strings.Contains(out, "refused an access token") {
 		t.Errorf("toolbridge -v logged no refusal: the grep below would prove nothing\n%s", out)
 	}
-	for _, tok := range []string{devToken, opsToken, opaqueToken, narrow, narrowOpaque, forged, "dev-secret-6f1e", "ops-secret-93ab", "opaque-secret-2d4e", introSecret} {
+	if n := strings.Count(out, "aud does not name this gateway"); n < 2 {
+		t.Errorf("%d refusals for the wrong audience logged, want 2 (the upstream's JWT and opaque token)\n%s", n, out)
+	}
+	for _, tok := range []string{devToken, opsToken, opaqueToken, narrow, narrowOpaque, forged, upstreamJWT, upstreamOpaque, "dev-secret-6f1e", "ops-secret-93ab", "opaque-secret-2d4e", introSecret} {
 		if strings.Contains(out, tok) || strings.Contains(out, tok[len(tok)-12:]) {
 			t.Errorf("toolbridge's stderr holds a token or secret (…%s)", tok[len(tok)-4:])
 		}

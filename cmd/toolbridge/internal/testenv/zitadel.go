@@ -43,10 +43,13 @@ const zitadelBuildTimeout = 10 * time.Minute
 // tokens with the client_credentials grant, as a JWT signed with the OP's
 // JWKS key (JWT true) or as an opaque token that only introspection can
 // read. Groups become the groups claim (JWT) or introspection field.
+// Audience, if set, replaces ZitadelOptions.Audience in its tokens (a
+// token minted for another resource).
 type ZitadelClient struct {
 	ID, Secret string
 	JWT        bool
 	Groups     []string
+	Audience   string
 }
 
 // ZitadelOptions configure a ZitadelOP.
@@ -85,7 +88,11 @@ func StartZitadelOP(tb testing.TB, opts ZitadelOptions) *ZitadelOP {
 		if c.JWT {
 			kind = "jwt"
 		}
-		args = append(args, "-client", strings.Join([]string{c.ID, c.Secret, kind, strings.Join(c.Groups, ",")}, ":"))
+		spec := []string{c.ID, c.Secret, kind, strings.Join(c.Groups, ",")}
+		if c.Audience != "" {
+			spec = append(spec, c.Audience)
+		}
+		args = append(args, "-client", strings.Join(spec, ":"))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := commandContext(ctx, bin, args...)

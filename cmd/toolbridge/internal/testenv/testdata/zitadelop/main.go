@@ -7,8 +7,10 @@
 //
 // Flags:
 //
-//	-audience A      the aud of every service client's access token
-//	-client id:secret:jwt|opaque:group,group  a service client (repeatable)
+//	-audience A      the aud of the service clients' access tokens
+//	-introspector id:secret  the client that may introspect them
+//	-client id:secret:jwt|opaque:group,group[:audience]  a service client
+//	                 (repeatable); audience, if given, replaces -audience
 //
 // It prints "issuer <url>" on stdout once it serves.
 //
@@ -38,15 +40,15 @@ import (
 )
 
 type service struct {
-	secret string
-	jwt    bool
-	groups []string
+	secret   string
+	jwt      bool
+	groups   []string
+	audience []string
 }
 
 // store is the example storage with the service clients added.
 type store struct {
 	*storage.Storage
-	audience []string
 	services map[string]service
 }
 
@@ -80,10 +82,11 @@ func (s *store) ClientCredentials(ctx context.Context, id, secret string) (op.Cl
 }
 
 func (s *store) ClientCredentialsTokenRequest(ctx context.Context, id string, scopes []string) (op.TokenRequest, error) {
-	if _, ok := s.services[id]; !ok {
+	svc, ok := s.services[id]
+	if !ok {
 		return s.Storage.ClientCredentialsTokenRequest(ctx, id, scopes)
 	}
-	return &oidc.JWTTokenRequest{Subject: id, Audience: s.audience, Scopes: scopes}, nil
+	return &oidc.JWTTokenRequest{Subject: id, Audience: svc.audience, Scopes: scopes}, nil
 }
 
 // GetPrivateClaimsFromScopes adds what a JWT access token says beyond the
@@ -111,9 +114,9 @@ func (s *store) SetIntrospectionFromToken(ctx context.Context, resp *oidc.Intros
 	if err := s.Storage.SetIntrospectionFromToken(ctx, resp, tokenID, subject, clientID); err != nil {
 		return err
 	}
-	resp.Audience = s.audience
 	resp.Subject = subject
 	if svc, ok := s.services[subject]; ok {
+		resp.Audience = svc.audience
 		if resp.Claims == nil {
 			resp.Claims = map[string]any{}
 		}
@@ -173,20 +176,23 @@ func run(audience, introspector string, clients []string) error {
 	}
 	services := map[string]service{}
 	for _, c := range clients {
-		parts := strings.SplitN(c, ":", 4)
-		if len(parts) != 4 || (parts[2] != "jwt" && parts[2] != "opaque") {
-			return fmt.Errorf("-client %q: want id:secret:jwt|opaque:groups", c)
+		parts := strings.SplitN(c, ":", 5)
+		if len(parts) < 4 || (parts[2] != "jwt" && parts[2] != "opaque") {
+			return fmt.Errorf("-client %q: want id:secret:jwt|opaque:groups[:audience]", c)
 		}
 		var groups []string
 		if parts[3] != "" {
 			groups = strings.Split(parts[3], ",")
 		}
-		services[parts[0]] = service{secret: parts[1], jwt: parts[2] == "jwt", groups: groups}
+		svc := service{secret: parts[1], jwt: parts[2] == "jwt", groups: groups, audience: aud}
+		if len(parts) == 5 && parts[4] != "" {
+			svc.audience = append([]string{parts[4]}, aud[1:]...)
+		}
+		services[parts[0]] = svc
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	st := &store{
 		Storage:  storage.NewStorage(users{storage.NewUserStore(issuer), services}),
-		audience: aud,
 		services: services,
 	}
 	router := exampleop.SetupServer(issuer, st, logger, false)
