@@ -75,7 +75,10 @@ type Gateway struct {
 	calls    upstream.Activity
 	requests upstream.Activity // HTTP requests being answered
 	draining atomic.Bool
-	cutoff   cutoff // cancels the calls still running when the grace period ends
+	// withdrawn makes /readyz answer 503 while everything else is still
+	// served: the drain delay after SIGTERM (see ServeHTTP).
+	withdrawn atomic.Bool
+	cutoff    cutoff // cancels the calls still running when the grace period ends
 	// reloadMu serialises reloads; retiring tracks what a reload replaced
 	// and closes once its last call is done (Close waits for it).
 	reloadMu sync.Mutex

@@ -160,11 +160,18 @@ func (g *Gateway) writeReadyz(ctx context.Context, w http.ResponseWriter, probe 
 	for _, s := range statuses {
 		ready = ready || s.Connected
 	}
+	withdrawn := g.withdrawn.Load()
+	ready = ready && !withdrawn
 	w.Header().Set("Content-Type", "application/json")
 	if !ready {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}
 	body := map[string]any{"ready": ready}
+	if withdrawn {
+		// Stopping (SIGTERM, serve.drain_delay): the balancer is to send
+		// new work elsewhere; what arrives meanwhile is served.
+		body["draining"] = true
+	}
 	if probe {
 		_ = json.NewEncoder(w).Encode(body)
 		return
@@ -231,10 +238,21 @@ func (g *Gateway) countRequests(next http.Handler) http.Handler {
 	})
 }
 
+// ErrTerminated is the cause (context.Cause) of a context ended because a
+// supervisor asked the process to stop (SIGTERM from Kubernetes, systemd,
+// a rolling deploy): ServeHTTP then drains from its load balancer first.
+var ErrTerminated = errors.New("terminated")
+
 // ServeHTTP serves streamable HTTP on ln until ctx ends, then shuts down:
 // it stops accepting connections, refuses new tool calls, gives the
 // requests in flight up to serve.shutdown_grace to be answered, and closes
 // what is left (the sessions' streams among it).
+//
+// When ctx ended with ErrTerminated as its cause, shutdown waits
+// serve.drain_delay first, answering /readyz with 503 and serving every
+// other request as before: a balancer that checks /readyz takes the
+// replica out of rotation while its port is still open, so requests sent
+// meanwhile are answered instead of refused.
 func (g *Gateway) ServeHTTP(ctx context.Context, ln net.Listener) error {
 	handler, closeSessions := g.httpHandler()
 	srv := &http.Server{
@@ -254,6 +272,16 @@ func (g *Gateway) ServeHTTP(ctx context.Context, ln net.Listener) error {
 	case err := <-errc:
 		return fmt.Errorf("serving HTTP: %w", err)
 	case <-ctx.Done():
+	}
+	defer g.withdrawn.Store(false) // the gateway may be served again (tests)
+	if delay := g.settings().cfg.Serve.DrainDelay; delay > 0 && errors.Is(context.Cause(ctx), ErrTerminated) {
+		g.withdrawn.Store(true)
+		g.logger.Warn("stopping: /readyz answers 503 so the load balancer drains this replica; still serving until the drain delay ends", "drain_delay", delay)
+		select {
+		case <-time.After(delay):
+		case err := <-errc:
+			return fmt.Errorf("serving HTTP: %w", err)
+		}
 	}
 	// Shutdown closes the listener at once, then waits for every connection
 	// to go idle. A connection goes idle once its answer is written out,

@@ -548,6 +548,14 @@ type Serve struct {
 	// SIGINT, or after a stdio client closes stdin (default 10s); then
 	// they are answered with an error saying they were cut.
 	ShutdownGrace time.Duration `koanf:"shutdown_grace" json:"shutdown_grace"`
+	// DrainDelay is how long an HTTP gateway keeps serving after SIGTERM
+	// with /readyz answering 503 (default 5s), before it stops accepting
+	// connections and shutdown_grace begins: a load balancer that checks
+	// /readyz (HAProxy, a Kubernetes Service) takes the replica out of
+	// rotation first, so no new request meets a closed port. Set it above
+	// the balancer's check interval times its fall count. SIGINT (Ctrl-C
+	// at a terminal) and stdio skip it; 0 turns it off.
+	DrainDelay time.Duration `koanf:"drain_delay" json:"drain_delay"`
 	// SessionIdleTimeout ends an HTTP session that has had no request for
 	// this long (default 30m); its client gets 404 and initializes again.
 	SessionIdleTimeout time.Duration `koanf:"session_idle_timeout" json:"session_idle_timeout"`
@@ -730,6 +738,7 @@ func Default() Config {
 			BodyTimeout:   30 * time.Second,
 			MaxInFlight:   64,
 			ShutdownGrace: 10 * time.Second,
+			DrainDelay:    5 * time.Second,
 
 			SessionIdleTimeout: 30 * time.Minute,
 			MaxSessions:        1024,

@@ -384,6 +384,7 @@ func (v *validator) serve(p keyPath, s Serve) {
 	v.positiveDuration(p.key("body_timeout"), s.BodyTimeout)
 	v.positive(p.key("max_in_flight"), int64(s.MaxInFlight))
 	v.nonNegativeDuration(p.key("shutdown_grace"), s.ShutdownGrace)
+	v.nonNegativeDuration(p.key("drain_delay"), s.DrainDelay)
 	v.positiveDuration(p.key("session_idle_timeout"), s.SessionIdleTimeout)
 	v.positive(p.key("max_sessions"), int64(s.MaxSessions))
 	v.oauth(p.key("oauth"), s)

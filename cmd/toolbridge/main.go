@@ -55,6 +55,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/toolbridge/toolbridge/bridge"
 	"github.com/toolbridge/toolbridge/config"
 )
 
@@ -64,10 +65,40 @@ func main() {
 	// transports log a failed request with its URL): it writes to stderr
 	// through the same masking as everything else.
 	slog.SetDefault(slog.New(slog.NewTextHandler(stderr, nil)))
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext(context.Background())
 	code := run(ctx, os.Args[1:], stdio{in: os.Stdin, out: os.Stdout, err: stderr}, os.Environ())
 	stop()
 	os.Exit(code)
+}
+
+// signalContext ends at the first SIGINT or SIGTERM. SIGTERM is how a
+// supervisor stops a replica (Kubernetes, systemd, a rolling deploy): its
+// cause is bridge.ErrTerminated, which lets an HTTP gateway drain from its
+// load balancer first (serve.drain_delay). SIGINT is a person at a
+// terminal pressing Ctrl-C, who should not wait for a balancer.
+func signalContext(parent context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	// Later signals stay caught (and ignored), as with signal.NotifyContext:
+	// a second Ctrl-C does not kill the process before its children stop.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case sig := <-sigs:
+			if sig == syscall.SIGTERM {
+				cancel(fmt.Errorf("received SIGTERM: %w", bridge.ErrTerminated))
+				return
+			}
+			cancel(fmt.Errorf("received %v: %w", sig, context.Canceled))
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		close(done)
+		signal.Stop(sigs)
+		cancel(nil)
+	}
 }
 
 // stdio is the process's standard streams, passed in so tests can run

@@ -52,6 +52,13 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	// Gateways the tests stop with SIGTERM stop at once: no load balancer
+	// watches their /readyz. The drain tests (deploy_*_test.go) set
+	// serve.drain_delay in their gateways' own environment, which wins.
+	if err := os.Setenv("TOOLBRIDGE_SERVE__DRAIN_DELAY", "0s"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	code := m.Run()
 	demoServer.Remove()
 	conformanceClient.Remove()
