@@ -127,6 +127,25 @@ func TestHostCheckAllowedHosts(t *testing.T) {
 			if resp.StatusCode != tt.want {
 				t.Fatalf("status %d, want %d", resp.StatusCode, tt.want)
 			}
+			// /mcp too, on a loopback listener: a load balancer on the
+			// same machine passes the clients' Host through, and mcp-go's
+			// own guard refused every name but localhost there.
+			req, err = http.NewRequest("POST", base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Host = tt.host
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			resp, err = http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tt.want {
+				t.Fatalf("POST /mcp initialize: status %d, want %d: %s", resp.StatusCode, tt.want, body)
+			}
 		})
 	}
 }

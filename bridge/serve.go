@@ -207,7 +207,13 @@ func (g *Gateway) httpHandler() (http.Handler, func(context.Context)) {
 	sessions := newSessionTable(serve.SessionIdleTimeout, serve.MaxSessions, nil)
 	mcpHandler := server.NewStreamableHTTPServer(g.srv, server.WithEndpointPath("/mcp"),
 		server.WithSessionIdManagerResolver(sessionResolver{table: sessions}),
-		server.WithStreamableHTTPLogger(transportLogger(g.logger)))
+		server.WithStreamableHTTPLogger(transportLogger(g.logger)),
+		// guardHTTP checks the Host header on every route, /mcp included,
+		// and honours serve.allowed_hosts. mcp-go's own check knows no
+		// allowed names: behind a load balancer on the same machine
+		// (replicas on 127.0.0.1, the clients' Host passed through) it
+		// refused every session.
+		server.WithDisableLocalhostProtection(true))
 	sessions.forget = endSession(mcpHandler)
 	mux := http.NewServeMux()
 	protect := g.protectResource(mux)
