@@ -442,16 +442,29 @@ func TestProtectedResource(t *testing.T) {
 	if res, text := callText(t, c, "list_issues", nil); res.IsError {
 		t.Fatalf("call with a good token: %s", text)
 	}
-	// /readyz without a token is a probe's: ready or not, nothing else
-	// (TestReadyzUnderOAuth has the rest).
+	// /readyz names the upstreams: without a token, a probe learns only
+	// whether the gateway is ready; a bad token is refused.
 	r, err := http.Get(base + "/readyz")
 	if err != nil {
 		t.Fatal(err)
 	}
-	probe, _ := io.ReadAll(r.Body)
+	body, _ := io.ReadAll(r.Body)
 	r.Body.Close()
-	if r.StatusCode != 200 || strings.TrimSpace(string(probe)) != `{"ready":true}` {
-		t.Errorf("/readyz without a token: %d %s, want 200 {\"ready\":true}", r.StatusCode, probe)
+	if r.StatusCode != 200 || strings.TrimSpace(string(body)) != `{"ready":true}` {
+		t.Errorf("/readyz without a token: %d %s, want 200 and the status alone", r.StatusCode, body)
+	}
+	for tok, want := range map[string]int{"not-a-jwt": 401, good: 200} {
+		req, _ := http.NewRequest(http.MethodGet, base+"/readyz", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		r, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		if r.StatusCode != want || (want == 200 && !strings.Contains(string(body), `"servers"`)) {
+			t.Errorf("/readyz with a good token (%v): %d %s, want %d (and the servers with a good one)", tok == good, r.StatusCode, body, want)
+		}
 	}
 
 	// The status page shows every caller's activity: not without a token,

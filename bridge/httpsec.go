@@ -55,7 +55,10 @@ func guardHTTP(cfg config.Serve, next http.Handler) http.Handler {
 			http.Error(w, fmt.Sprintf("toolbridge: host %.100q is not allowed: add it to serve.allowed_hosts", r.Host), http.StatusForbidden)
 			return
 		}
-		if cfg.AuthToken != "" && !bearerOK(r, tokenSum) {
+		// /readyz without any credentials passes: it answers such a
+		// probe with its status alone (see httpHandler).
+		probe := r.URL.Path == "/readyz" && r.Header.Get("Authorization") == ""
+		if cfg.AuthToken != "" && !probe && !bearerOK(r, tokenSum) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="toolbridge"`)
 			http.Error(w, "toolbridge: missing or wrong bearer token", http.StatusUnauthorized)
 			return

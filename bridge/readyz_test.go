@@ -1,12 +1,17 @@
 package bridge
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/toolbridge/toolbridge/bridge/upstream"
 	"github.com/toolbridge/toolbridge/config"
 )
 
@@ -133,4 +138,130 @@ func TestStatusPageUnderOAuth(t *testing.T) {
 			}
 		})
 	}
+}
+
+// getReadyz returns GET base/readyz's status and body, with auth as the
+// Authorization header if not empty.
+func getReadyz(t *testing.T, base, auth string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, base+"/readyz", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	client := &http.Client{Timeout: 10 * time.Second}
+	defer client.CloseIdleConnections()
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, strings.TrimSpace(string(b))
+}
+
+// TestReadyzProbeWithoutCredentials: with serve.auth_token, a health
+// check that cannot carry the token (kubelet, HAProxy) gets the status
+// alone, never the upstreams' names; the right token gets the details, a
+// wrong one 401; every other route still needs the token.
+func TestReadyzProbeWithoutCredentials(t *testing.T) {
+	base := hostGateway(t, func(s *config.Serve) { s.AuthToken = "probe-secret-token" })
+	if code, body := getReadyz(t, base, ""); code != 200 || body != `{"ready":true}` {
+		t.Errorf("/readyz without credentials: %d %s, want 200 {\"ready\":true}", code, body)
+	}
+	if code, body := getReadyz(t, base, "Bearer probe-secret-token"); code != 200 || !strings.Contains(body, "upstream-secret-name") {
+		t.Errorf("/readyz with the token: %d %s, want 200 naming the upstream", code, body)
+	}
+	if code, body := getReadyz(t, base, "Bearer wrong"); code != 401 || strings.Contains(body, "upstream-secret-name") {
+		t.Errorf("/readyz with a wrong token: %d %s, want 401", code, body)
+	}
+	resp, err := http.Get(base + "/ui/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 401 {
+		t.Errorf("/ui/ without the token: %d, want 401", resp.StatusCode)
+	}
+}
+
+// TestServeHTTPDrainsOnTerminate: a context ended with ErrTerminated as
+// its cause keeps the gateway serving for serve.drain_delay with /readyz
+// at 503 and draining true; one simply cancelled stops at once.
+func TestServeHTTPDrainsOnTerminate(t *testing.T) {
+	serve := func(t *testing.T, delay time.Duration) (base string, stop context.CancelCauseFunc, done <-chan error) {
+		cfg := testConfig()
+		cfg.StateDir = t.TempDir()
+		cfg.Serve.DrainDelay = delay
+		g, err := New(cfg, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = g.Close() })
+		if err := g.Connect(context.Background(), []upstream.Spec{{Name: "up", InProcess: echoServer("up")}}); err != nil {
+			t.Fatal(err)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, stop := context.WithCancelCause(context.Background())
+		result := make(chan error, 1)
+		finished := make(chan struct{})
+		go func() {
+			result <- g.ServeHTTP(ctx, ln)
+			close(finished)
+		}()
+		t.Cleanup(func() {
+			stop(nil)
+			<-finished
+		})
+		return "http://" + ln.Addr().String(), stop, result
+	}
+
+	t.Run("terminated", func(t *testing.T) {
+		// Long enough for the checks below to run inside it on a slow
+		// machine; the cleanup waits for it to end.
+		base, stop, done := serve(t, 15*time.Second)
+		if code, body := getReadyz(t, base, ""); code != 200 || strings.Contains(body, "draining") {
+			t.Fatalf("/readyz before: %d %s", code, body)
+		}
+		stop(fmt.Errorf("received SIGTERM: %w", ErrTerminated))
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			code, body := getReadyz(t, base, "")
+			var r struct{ Ready, Draining bool }
+			if code == 503 && json.Unmarshal([]byte(body), &r) == nil && !r.Ready && r.Draining {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("/readyz after ErrTerminated: %d %s, want 503 draining", code, body)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		resp, err := http.Get(base + "/healthz")
+		if err != nil {
+			t.Fatalf("/healthz while draining: %v", err)
+		}
+		resp.Body.Close()
+		select {
+		case err := <-done:
+			t.Fatalf("ServeHTTP returned during the drain delay: %v", err)
+		default:
+		}
+	})
+	t.Run("cancelled", func(t *testing.T) {
+		_, stop, done := serve(t, time.Hour)
+		stop(nil)
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(time.Minute): // a bound for a hang: the delay is an hour
+			t.Fatal("a plain cancel waited for the drain delay")
+		}
+	})
 }

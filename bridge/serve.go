@@ -122,7 +122,8 @@ func (g *Gateway) endDrain() {
 // HTTPHandler returns the streamable HTTP transport at /mcp plus the health
 // endpoints: GET /healthz (the process is up) and GET /readyz (which
 // upstreams are connected, and how many tools trust holds, as JSON; 503
-// while none is connected).
+// while none is connected or while draining; to a caller without
+// credentials where they are needed, only ready and draining).
 func (g *Gateway) HTTPHandler() http.Handler {
 	h, _ := g.httpHandler()
 	return h
@@ -144,7 +145,13 @@ func (g *Gateway) readyz(protect func(http.Handler) http.Handler) http.Handler {
 		g.writeReadyz(r.Context(), w, false)
 	}))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if g.settings().tokens != nil && r.Header.Get("Authorization") == "" {
+		// A probe without credentials (kubelet, a balancer's health
+		// check: neither can send a token from a secret store) gets the
+		// status and whether the gateway drains, not the upstreams, held
+		// tools or config errors; with credentials they are checked as
+		// on /mcp.
+		live := g.settings()
+		if r.Header.Get("Authorization") == "" && (live.cfg.Serve.AuthToken != "" || live.tokens != nil) {
 			g.writeReadyz(r.Context(), w, true)
 			return
 		}
