@@ -76,6 +76,7 @@ func wantFull() Config {
 			BodyTimeout:    45 * time.Second,
 			MaxInFlight:    16,
 			ShutdownGrace:  20 * time.Second,
+			DrainDelay:     15 * time.Second,
 
 			SessionIdleTimeout: 5 * time.Minute,
 			MaxSessions:        100,
@@ -589,6 +590,7 @@ func TestMoreBrokenInput(t *testing.T) {
 		{"origin", "c.yaml", "serve: {allowed_origins: [\"app.example.com\"]}\n", []string{`: serve.allowed_origins[0]: invalid origin "app.example.com": want scheme://host[:port], such as "https://app.example.com"`}},
 		{"host", "c.yaml", "serve: {allowed_hosts: [\"https://gw.example.com:8080\"]}\n", []string{`: serve.allowed_hosts[0]: invalid host name "https://gw.example.com:8080": want a name without scheme or port, such as "toolbridge.example.com", or "*" for any`}},
 		{"body timeout", "c.yaml", "serve: {body_timeout: 0s}\n", []string{`: serve.body_timeout: must be a positive duration such as "30s", got 0s`}},
+		{"negative drain delay", "c.yaml", "serve: {drain_delay: -1s}\n", []string{`: serve.drain_delay: must not be negative, got -1s`}},
 		{"port", "c.yaml", "serve: {listen: \"127.0.0.1:http\"}\n", []string{`: serve.listen: invalid port "http" in "127.0.0.1:http": want a number from 0 to 65535`}},
 		{"empty host", "c.yaml", "serve: {listen: \":8080\"}\n", []string{`: serve.listen: an empty host (every interface) is not a loopback address: set serve.allow_remote: true (or --allow-remote) to accept connections from the network, or listen on 127.0.0.1`}},
 		{"nan", "c.yaml", "threshold_pct: .nan\n", []string{`: threshold_pct: expected a finite number, got NaN`}},
