@@ -215,12 +215,17 @@ func TestHelmChart(t *testing.T) {
 		t.Errorf("the ConfigMap's toolbridge.yaml does not set allowed_hosts and drain_delay:\n%s", cfgText)
 	}
 	cfgFile := writeConfig(t, "toolbridge.yaml", cfgText)
-	check := exec.Command(binary, "config", "check", "-c", cfgFile)
-	check.Env = testEnv(t, []string{"TOOLBRIDGE_STATE_DIR=" + t.TempDir(),
+	podEnv := []string{"TOOLBRIDGE_STATE_DIR=" + t.TempDir(),
 		"TOOLBRIDGE_SERVE__TRANSPORT=http", "TOOLBRIDGE_SERVE__LISTEN=" + env["TOOLBRIDGE_SERVE__LISTEN"],
-		"TOOLBRIDGE_SERVE__ALLOW_REMOTE=" + env["TOOLBRIDGE_SERVE__ALLOW_REMOTE"]})
-	if out, err := check.CombinedOutput(); err != nil {
-		t.Errorf("toolbridge config check on the chart's config: %v\n%s", err, out)
+		"TOOLBRIDGE_SERVE__ALLOW_REMOTE=" + env["TOOLBRIDGE_SERVE__ALLOW_REMOTE"]}
+	// As the pod has it, and with the variables the chart sets from
+	// Secrets, which must be settings toolbridge knows.
+	for _, extra := range [][]string{nil, {"TOOLBRIDGE_REDIS__URL=redis://127.0.0.1:6379/0", "TOOLBRIDGE_SERVE__AUTH_TOKEN=chart-test-token"}} {
+		check := exec.Command(binary, "config", "check", "-c", cfgFile)
+		check.Env = testEnv(t, append(slices.Clone(podEnv), extra...))
+		if out, err := check.CombinedOutput(); err != nil {
+			t.Errorf("toolbridge config check on the chart's config (extra env %q): %v\n%s", extra, err, out)
+		}
 	}
 
 	// Secrets by reference, and replicaCount without the HPA.
