@@ -520,7 +520,9 @@ func (g *Gateway) forward(ctx context.Context, c call, u *upstream.Conn, meta ma
 	if c.meta != nil {
 		clientToken = c.meta.ProgressToken
 	}
-	active := g.relay.Begin(ctx, u, clientToken)
+	// callCtx, for its deadline: a request the upstream sends the client
+	// during the call may be answered until then (see upstream.Relay).
+	active := g.relay.Begin(callCtx, u, clientToken)
 	defer active.End()
 	if upToken := active.UpstreamToken(); upToken != "" {
 		meta["progressToken"] = upToken

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -18,7 +19,8 @@ import (
 // progress notifications, log messages, and the server-to-client requests
 // (sampling, elicitation, roots). MCP has no way for an upstream to say which
 // client request a sampling request belongs to, so those go to the client of
-// the most recent call in flight on that upstream.
+// the most recent call in flight on that upstream, and may be answered after
+// that call returned (see askContext).
 type Relay struct {
 	srv      *server.MCPServer
 	onChange func(u *Conn, method string)
@@ -52,7 +54,9 @@ func NewRelay(srv *server.MCPServer, onListChanged func(u *Conn, method string))
 	return &Relay{srv: srv, onChange: onListChanged, progress: map[string]progressRoute{}, active: map[*Conn][]*ActiveCall{}}
 }
 
-// Begin registers a call in flight on u. When the client asked for progress,
+// Begin registers a call in flight on u; ctx is the call's context, whose
+// deadline also bounds the wait for the client's answer to a request the
+// upstream sends during the call. When the client asked for progress,
 // the call's UpstreamToken is the token to send upstream instead: a fresh
 // one, because two clients may use the same token. End must be called when
 // the call returns.
@@ -189,41 +193,76 @@ var errNoClient = errors.New("toolbridge: no client request in progress on this 
 type peer struct{ u *Conn }
 
 func (p peer) CreateMessage(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-	callCtx, err := p.client(mcp.MethodSamplingCreateMessage)
+	askCtx, done, err := p.client(ctx, mcp.MethodSamplingCreateMessage)
 	if err != nil {
 		return nil, err
 	}
-	return p.u.relay.srv.RequestSampling(callCtx, req)
+	defer done()
+	return p.u.relay.srv.RequestSampling(askCtx, req)
 }
 
 func (p peer) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
-	callCtx, err := p.client(mcp.MethodElicitationCreate)
+	askCtx, done, err := p.client(ctx, mcp.MethodElicitationCreate)
 	if err != nil {
 		return nil, err
 	}
-	return p.u.relay.srv.RequestElicitation(callCtx, req)
+	defer done()
+	return p.u.relay.srv.RequestElicitation(askCtx, req)
 }
 
 func (p peer) ListRoots(ctx context.Context, req mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
-	callCtx, err := p.client(mcp.MethodListRoots)
+	askCtx, done, err := p.client(ctx, mcp.MethodListRoots)
 	if err != nil {
 		return nil, err
 	}
-	return p.u.relay.srv.RequestRoots(callCtx, req)
+	defer done()
+	return p.u.relay.srv.RequestRoots(askCtx, req)
 }
 
-// client returns the context of the call in flight on the upstream whose
-// client is to be asked method, or why it cannot be asked.
-func (p peer) client(method mcp.MCPMethod) (context.Context, error) {
+// client returns the context to ask the client of the call in flight on
+// the upstream method under (see askContext), or why it cannot be asked.
+// done must be called once the client answered.
+func (p peer) client(upstreamCtx context.Context, method mcp.MCPMethod) (askCtx context.Context, done func(), err error) {
 	callCtx, ok := p.u.relay.latest(p.u)
 	if !ok {
-		return nil, errNoClient
+		return nil, nil, errNoClient
 	}
 	if !declares(callCtx, method) {
-		return nil, &unsupportedError{method: string(method), capability: capabilityOf(method)}
+		return nil, nil, &unsupportedError{method: string(method), capability: capabilityOf(method)}
 	}
-	return callCtx, nil
+	askCtx, done = askContext(upstreamCtx, callCtx)
+	return askCtx, done, nil
 }
+
+// askContext is the context a request relayed to a client waits for its
+// answer under: the call's values (its session, and over HTTP the POST
+// stream the request may go out on), but not the call's end. The call is
+// only the way to the client: an upstream may ask outside any call of its
+// own (server-everything lists roots 350 ms after initialize, in whatever
+// call is in flight then), and a client may answer after that call has
+// returned. Ended with the call, the request was dropped while the client
+// had it, and its answer got HTTP 400 "No pending sampling request found"
+// (a protocol error for the client; the upstream got "context canceled").
+// The wait is bounded instead by the call's deadline (its call timeout),
+// which it had before, and ends when the upstream gives up on its request.
+func askContext(upstreamCtx, callCtx context.Context) (context.Context, func()) {
+	ctx := context.WithoutCancel(callCtx)
+	var cancel context.CancelFunc
+	if deadline, ok := callCtx.Deadline(); ok {
+		ctx, cancel = context.WithDeadline(ctx, deadline)
+	} else {
+		ctx, cancel = context.WithTimeout(ctx, askTimeout)
+	}
+	stop := context.AfterFunc(upstreamCtx, cancel)
+	return ctx, func() {
+		stop()
+		cancel()
+	}
+}
+
+// askTimeout bounds the wait for a client's answer when the call that
+// carried the request has no deadline of its own.
+const askTimeout = time.Minute
 
 // capabilityOf is the client capability a server-to-client request needs.
 func capabilityOf(method mcp.MCPMethod) string {
