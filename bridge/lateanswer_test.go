@@ -45,6 +45,15 @@ type wireMessage struct {
 // returns once its GET stream is open.
 func dialWire(t *testing.T, url string) *wireClient {
 	t.Helper()
+	c := initWire(t, url)
+	c.listen()
+	return c
+}
+
+// initWire opens a session declaring sampling, elicitation and roots,
+// without its GET stream.
+func initWire(t *testing.T, url string) *wireClient {
+	t.Helper()
 	c := &wireClient{t: t, url: url, msgs: make(chan wireMessage, 64)}
 	resp := c.send(http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",`+
 		`"capabilities":{"sampling":{},"elicitation":{},"roots":{}},"clientInfo":{"name":"wire","version":"1"}}}`)
@@ -57,14 +66,19 @@ func dialWire(t *testing.T, url string) *wireClient {
 	if status := c.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`); status != http.StatusAccepted {
 		t.Fatalf("notifications/initialized: %d", status)
 	}
+	return c
+}
+
+// listen opens the session's GET stream.
+func (c *wireClient) listen() {
+	c.t.Helper()
 	get := c.send(http.MethodGet, "")
 	if get.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(get.Body)
-		t.Fatalf("GET stream: %d %s", get.StatusCode, b)
+		c.t.Fatalf("GET stream: %d %s", get.StatusCode, b)
 	}
-	t.Cleanup(func() { _ = get.Body.Close() })
+	c.t.Cleanup(func() { _ = get.Body.Close() })
 	go c.read("GET", get.Body)
-	return c
 }
 
 // send makes one request on the session; the caller reads and closes the
@@ -288,5 +302,50 @@ func waitIdle(t *testing.T, g *Gateway) {
 	defer cancel()
 	if err := g.requests.Wait(ctx); err != nil {
 		t.Fatalf("the gateway still handles %d requests after 30s", g.requests.Running())
+	}
+}
+
+// TestSamplingSentBeforeTheGETStreamOpens: a call that asks the client
+// for sampling before the client opened its GET stream waits for it: the
+// request goes out once the stream opens, and the answer is taken. (mcp-go
+// registers the session when initialize is answered, and the GET stream
+// serves that same session, so the request waits in its queue.)
+func TestSamplingSentBeforeTheGETStreamOpens(t *testing.T) {
+	cfg := testConfig()
+	cfg.Timeouts.Call = 2 * time.Minute
+	g, err := New(cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// ask, as samplingServer's, but saying when it asks.
+	asking := make(chan struct{})
+	asker := server.NewMCPServer("asker", "1.0.0", server.WithToolCapabilities(true))
+	asker.AddTool(mcp.NewTool("ask"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		close(asking)
+		return mcp.NewToolResultText(ask(ctx, server.ServerFromContext(ctx), mcp.MethodSamplingCreateMessage)), nil
+	})
+	if err := g.Connect(t.Context(), []upstream.Spec{{Name: "asker", InProcess: asker}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = g.Close() })
+	srv := httptest.NewServer(g.HTTPHandler())
+	t.Cleanup(srv.Close)
+
+	c := initWire(t, srv.URL+"/mcp")
+	c.request(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"ask","arguments":{}}}`)
+	select {
+	case <-asking:
+	case <-time.After(30 * time.Second):
+		t.Fatal("ask was not called within 30s")
+	}
+	c.listen()
+	req := c.next("sampling/createMessage", func(m wireMessage) bool { return m.Method == string(mcp.MethodSamplingCreateMessage) })
+	answer := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"role":"assistant","content":{"type":"text","text":"early bird"},"model":"m"}}`, req.ID)
+	if status := c.post(answer); status != http.StatusAccepted {
+		t.Errorf("the answer to a sampling request sent before the GET stream opened: HTTP %d, want 202", status)
+	}
+	res := c.next("the tools/call answer", func(m wireMessage) bool { return string(m.ID) == "7" })
+	if !strings.Contains(string(res.Result), "early bird") {
+		t.Errorf("ask answered %s %s, want the client's answer", res.Result, res.Error)
 	}
 }

@@ -222,11 +222,8 @@ const connect = [
     await client.connect(transport);
     if (spec.transport === "http") {
       // The SDK opens the GET stream in the background after initialize.
-      // mcp-go (v1.2.1) can take a client's answer to sampling, elicitation
-      // or roots only once that stream is open: a call that arrives
-      // before it runs in a per-request session the answer never finds
-      // (README, "Known limitations"). Hosts open it at once; waiting here
-      // keeps a slow machine from turning that moment into a failure.
+      // Waiting for it here checks that it opens: sampling and roots
+      // requests go out on it (docs/team.md, "Server requests over HTTP").
       const opened = await Promise.race([getStreamOpen, new Promise((r) => setTimeout(() => r(false), 30_000))]);
       assert(opened, "the client's GET stream did not open within 30 s");
     }
