@@ -63,8 +63,8 @@ func initWire(t *testing.T, url string) *wireClient {
 	if resp.StatusCode != http.StatusOK || c.sid == "" {
 		t.Fatalf("initialize: %d, session %q: %s", resp.StatusCode, c.sid, body)
 	}
-	if status := c.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`); status != http.StatusAccepted {
-		t.Fatalf("notifications/initialized: %d", status)
+	if status, b := c.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`); status != http.StatusAccepted {
+		t.Fatalf("notifications/initialized: %d %s", status, b)
 	}
 	return c
 }
@@ -113,13 +113,13 @@ func (c *wireClient) newRequest(method, body string) *http.Request {
 }
 
 // post sends a message whose answer is not a stream (a notification, a
-// response) and returns the HTTP status.
-func (c *wireClient) post(body string) int {
+// response) and returns the HTTP status and body.
+func (c *wireClient) post(body string) (int, string) {
 	c.t.Helper()
 	resp := c.send(http.MethodPost, body)
-	_, _ = io.Copy(io.Discard, resp.Body)
+	b, _ := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
-	return resp.StatusCode
+	return resp.StatusCode, strings.TrimSpace(string(b))
 }
 
 // request sends a request whose answer (JSON, or an event stream with
@@ -280,8 +280,8 @@ func TestLateAnswerToARelayedRequest(t *testing.T) {
 			waitIdle(t, g)
 
 			answer := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":%s}`, req.ID, answers[method])
-			if status := c.post(answer); status != http.StatusAccepted {
-				t.Errorf("the client's answer to %s (sent on the %s stream) after the call ended: HTTP %d, want 202", method, req.from, status)
+			if status, b := c.post(answer); status != http.StatusAccepted {
+				t.Errorf("the client's answer to %s (sent on the %s stream) after the call ended: HTTP %d %q, want 202", method, req.from, status, b)
 			}
 			select {
 			case outcome := <-got:
@@ -341,8 +341,8 @@ func TestSamplingSentBeforeTheGETStreamOpens(t *testing.T) {
 	c.listen()
 	req := c.next("sampling/createMessage", func(m wireMessage) bool { return m.Method == string(mcp.MethodSamplingCreateMessage) })
 	answer := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"role":"assistant","content":{"type":"text","text":"early bird"},"model":"m"}}`, req.ID)
-	if status := c.post(answer); status != http.StatusAccepted {
-		t.Errorf("the answer to a sampling request sent before the GET stream opened: HTTP %d, want 202", status)
+	if status, b := c.post(answer); status != http.StatusAccepted {
+		t.Errorf("the answer to a sampling request sent before the GET stream opened: HTTP %d %q, want 202", status, b)
 	}
 	res := c.next("the tools/call answer", func(m wireMessage) bool { return string(m.ID) == "7" })
 	if !strings.Contains(string(res.Result), "early bird") {
