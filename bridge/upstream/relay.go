@@ -243,8 +243,10 @@ func (p peer) client(upstreamCtx context.Context, method mcp.MCPMethod) (askCtx 
 // returned. Ended with the call, the request was dropped while the client
 // had it, and its answer got HTTP 400 "No pending sampling request found"
 // (a protocol error for the client; the upstream got "context canceled").
-// The wait is bounded instead by the call's deadline (its call timeout),
-// which it had before, and ends when the upstream gives up on its request.
+// The wait is bounded instead by the call's deadline (its call timeout,
+// which bounded it before too), and by upstreamCtx, the context mcp-go's
+// client gives the upstream's request: for stdio and HTTP upstreams that
+// is the connection's, so nothing waits on a server that is gone.
 func askContext(upstreamCtx, callCtx context.Context) (context.Context, func()) {
 	ctx := context.WithoutCancel(callCtx)
 	var cancel context.CancelFunc
