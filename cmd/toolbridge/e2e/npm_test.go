@@ -25,10 +25,15 @@ func referenceServers(t *testing.T) reference {
 	env := testenv.NPM(t)
 	root := t.TempDir()
 	memoryFile := filepath.Join(t.TempDir(), "memory.jsonl")
+	// connect_timeout (toolbridge's own key) is raised from its 30 s
+	// default: on a loaded 2-core machine node took up to 28 s to start one
+	// of these servers (load ~20), and how long a start may take is not
+	// what these tests test.
+	const connect = "3m"
 	cfg := map[string]any{"mcpServers": map[string]any{
-		"filesystem": map[string]any{"command": env.Bin(testenv.BinFilesystem), "args": []string{root}},
-		"memory":     map[string]any{"command": env.Bin(testenv.BinMemory), "env": map[string]string{"MEMORY_FILE_PATH": memoryFile}},
-		"everything": map[string]any{"command": env.Bin(testenv.BinEverything), "args": []string{"stdio"}},
+		"filesystem": map[string]any{"command": env.Bin(testenv.BinFilesystem), "args": []string{root}, "connect_timeout": connect},
+		"memory":     map[string]any{"command": env.Bin(testenv.BinMemory), "env": map[string]string{"MEMORY_FILE_PATH": memoryFile}, "connect_timeout": connect},
+		"everything": map[string]any{"command": env.Bin(testenv.BinEverything), "args": []string{"stdio"}, "connect_timeout": connect},
 	}}
 	b, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
