@@ -371,6 +371,7 @@ func ambiguous(name string, candidates []string) bool {
 func (g *Gateway) dispatch(ctx context.Context, c call) (res *mcp.CallToolResult, err error) {
 	start := time.Now()
 	defer func() { g.recordCall(ctx, c, start, res, err) }() // for the status page
+	defer func() { g.countCall(c, start, res, err) }()
 	u, ok := g.pool.Get(c.tool.Server)
 	if why, next := g.pool.Down(c.tool.Server); !ok || why != "" {
 		if g.pool.NeedsLogin(c.tool.Server) {

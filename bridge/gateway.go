@@ -48,6 +48,10 @@ type Options struct {
 	// serve.max_in_flight; nil counts in this process
 	// (access.NewLocalLimiter). Replicas pass one backed by shared state.
 	CallLimiter access.CallLimiter
+	// RedisHealth, when set, feeds toolbridge_redis_up on /metrics: it is
+	// called at each scrape (with a deadline) and nil means Redis answers.
+	// Unset (no redis.url), the metric is absent.
+	RedisHealth func(context.Context) error
 }
 
 // Gateway serves the upstreams' tools, prompts and resources as one MCP
@@ -68,7 +72,8 @@ type Gateway struct {
 
 	tel       *trace.Telemetry
 	ownTel    bool
-	transport atomic.Value // downstream transport name, for spans
+	metrics   *trace.Metrics // the operator metrics (/metrics); nil when off
+	transport atomic.Value   // downstream transport name, for spans
 
 	// calls counts the tool calls being served, and draining refuses new
 	// ones: shutdown waits for the calls in flight (see drain).
@@ -162,6 +167,16 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	}
 	if opts.StartSummary && opts.Progress != nil {
 		g.summary = opts.Progress
+	}
+	if err := g.newMetrics(cfg, opts.RedisHealth); err != nil {
+		_ = live.hooks.Close()
+		if sem != nil {
+			sem.Close()
+		}
+		if ownTel {
+			_ = tel.Shutdown(context.Background())
+		}
+		return nil, err
 	}
 	g.startup.done = make(chan struct{})
 	g.live.Store(live)
@@ -260,6 +275,7 @@ func (g *Gateway) Close() error {
 		defer cancel()
 		errs = append(errs, g.tel.Shutdown(ctx))
 	}
+	errs = append(errs, g.metrics.Shutdown(context.Background()))
 	return errors.Join(errs...)
 }
 

@@ -283,6 +283,7 @@ func (g *Gateway) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*m
 	}
 	res, oc := g.search(ctx, g.catalogFor(ctx), query, limit, filter)
 	g.recordSearch(ctx, query, res)
+	g.countSearch(query, res)
 	span := serverSpanFrom(ctx)
 	span.SetSearch(len(query), limit, len(res.Tools), query)
 	if oc.Status != "" {

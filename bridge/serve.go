@@ -230,6 +230,7 @@ func (g *Gateway) httpHandler() (http.Handler, func(context.Context)) {
 	page := protect(g.teamOnly(g.uiHandler()))
 	mux.Handle(ui.Prefix, page)
 	mux.Handle("/ui", page)
+	g.mountMetrics(mux)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = io.WriteString(w, "ok\n")

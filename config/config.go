@@ -9,7 +9,10 @@
 // types below are the user-facing reference of every key.
 package config
 
-import "time"
+import (
+	"os"
+	"time"
+)
 
 // Mode says when toolbridge switches to bridge mode.
 type Mode string
@@ -566,6 +569,12 @@ type Serve struct {
 	// request needs an access token (a JWT) from Issuer naming Audience.
 	// It excludes AuthToken: configure one or the other.
 	OAuth OAuth `koanf:"oauth" json:"oauth"`
+	// ReplicaID names this replica where replicas are told apart: the
+	// replica label of toolbridge_replica_info on /metrics. Empty (the
+	// default) means the host name, which is the pod's name under
+	// Kubernetes; set it where host names repeat (several replicas on one
+	// host). Letters, digits, '.', '_', ':' and '-', at most 128.
+	ReplicaID string `koanf:"replica_id" json:"replica_id,omitempty"`
 }
 
 // OAuth configures the gateway as an OAuth 2.1 protected resource (MCP
@@ -648,6 +657,22 @@ type Telemetry struct {
 	// such as Jaeger's "http://127.0.0.1:16686". When set, the status page
 	// links each call and search to its trace at UIURL/trace/ID.
 	UIURL string `koanf:"ui_url" json:"ui_url,omitempty"`
+	// Prometheus serves the operator metrics (calls, errors and latency by
+	// server and tool, searches, sessions, upstream state, Redis health,
+	// replica) in the Prometheus format at GET /metrics. On by default:
+	// over HTTP they are on the main listener behind the same checks as
+	// /mcp unless MetricsListen is set; in stdio mode only MetricsListen
+	// serves them. Independent of Exporter.
+	Prometheus bool `koanf:"prometheus" json:"prometheus"`
+	// MetricsListen serves /metrics on a listener of its own at this
+	// host:port (such as ":9464" in a container, with serve.allow_remote),
+	// without a token, and not on the main one. This is the setup for a
+	// team: Prometheus scrapes each replica's metrics port directly, the
+	// port is not routed through the load balancer, and neither a user's
+	// OAuth token nor the clients' serve.auth_token is handed to the
+	// scraper. With serve.oauth it is the only place metrics are served.
+	// A non-loopback address needs serve.allow_remote.
+	MetricsListen string `koanf:"metrics_listen" json:"metrics_listen,omitempty"`
 }
 
 // UI is the status page: a read-only web page that shows the servers, the
@@ -750,7 +775,7 @@ func Default() Config {
 		MaxResultBytes:    10 << 20,
 		MaxToolsPerServer: DefaultMaxToolsPerServer,
 		Redis:             Redis{KeyPrefix: DefaultRedisKeyPrefix},
-		Telemetry:         Telemetry{Exporter: ExporterNone},
+		Telemetry:         Telemetry{Exporter: ExporterNone, Prometheus: true},
 		TokenStore:        TokenStoreAuto,
 	}
 }
@@ -801,4 +826,16 @@ func (c *Config) EffectiveCallTimeout(s Server) time.Duration {
 		return s.CallTimeout
 	}
 	return c.Timeouts.Call
+}
+
+// EffectiveReplicaID is serve.replica_id, or the host name when it is
+// empty ("unknown" if the system has none).
+func (s Serve) EffectiveReplicaID() string {
+	if s.ReplicaID != "" {
+		return s.ReplicaID
+	}
+	if h, err := os.Hostname(); err == nil && h != "" {
+		return h
+	}
+	return "unknown"
 }

@@ -88,7 +88,7 @@ func wantFull() Config {
 		MaxResultBytes:    2 << 20,
 		MaxToolsPerServer: 500,
 		Redis:             Redis{KeyPrefix: DefaultRedisKeyPrefix},
-		Telemetry:         Telemetry{Exporter: ExporterOTLP, RecordContent: true},
+		Telemetry:         Telemetry{Exporter: ExporterOTLP, RecordContent: true, Prometheus: true},
 		Hooks: []Hook{{
 			Match:   "github::*",
 			Command: "/usr/local/bin/audit-hook",

@@ -191,6 +191,9 @@ func validate(c *Config, prov provenance) []error {
 	v.redis(root.key("redis"), c.Redis)
 	v.oneOf(root.key("telemetry").key("exporter"), c.Telemetry.Exporter, ExporterNone, ExporterOTLP, ExporterStdout)
 	v.traceUI(root.key("telemetry").key("ui_url"), c.Telemetry.UIURL)
+	if c.Telemetry.MetricsListen != "" {
+		v.listen(root.key("telemetry").key("metrics_listen"), c.Telemetry.MetricsListen, c.Serve.AllowRemote)
+	}
 	if c.UI.Listen != "" {
 		v.uiListen(root.key("ui").key("listen"), c.UI.Listen)
 	}
@@ -369,6 +372,9 @@ func (v *validator) embeddings(p keyPath, e Embeddings) {
 func (v *validator) serve(p keyPath, s Serve) {
 	v.oneOf(p.key("transport"), s.Transport, ServeStdio, ServeHTTP)
 	v.listen(p.key("listen"), s.Listen, s.AllowRemote)
+	if s.ReplicaID != "" && !validReplicaID(s.ReplicaID) {
+		v.fail(p.key("replica_id"), "invalid replica id %s: want letters, digits, '.', '_', ':' or '-', at most 128, such as \"gw-1\" (empty: the host name)", quoteShort(s.ReplicaID))
+	}
 	for i, o := range s.AllowedOrigins {
 		u, err := url.Parse(o)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.User != nil {
@@ -822,6 +828,22 @@ func validHostName(h string) bool {
 			if !(c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
 				return false
 			}
+		}
+	}
+	return true
+}
+
+// validReplicaID accepts what a Prometheus label value, a log field and
+// a Redis key can all carry without quoting: a host or pod name and more.
+func validReplicaID(id string) bool {
+	if len(id) > 128 {
+		return false
+	}
+	for _, r := range id {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '_', r == ':', r == '-':
+		default:
+			return false
 		}
 	}
 	return true

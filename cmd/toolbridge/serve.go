@@ -68,10 +68,24 @@ func serve(ctx context.Context, cfg *config.Config, specs []upstream.Spec, logge
 			return fmt.Errorf("listening for the status page on %s (ui.listen): %w", cfg.UI.Listen, err)
 		}
 	}
+	var metricsLn net.Listener
+	if cfg.Telemetry.Prometheus && cfg.Telemetry.MetricsListen != "" {
+		var err error
+		if metricsLn, err = net.Listen("tcp", cfg.Telemetry.MetricsListen); err != nil {
+			for _, l := range []net.Listener{ln, uiLn} {
+				if l != nil {
+					_ = l.Close()
+				}
+			}
+			return fmt.Errorf("listening for metrics on %s (telemetry.metrics_listen): %w", cfg.Telemetry.MetricsListen, err)
+		}
+	}
 	g, err := bridge.New(cfg, bridge.Options{Environ: environ, Progress: io.err, StartSummary: true, Logger: logger})
 	if err != nil {
-		if uiLn != nil {
-			_ = uiLn.Close()
+		for _, l := range []net.Listener{uiLn, metricsLn} {
+			if l != nil {
+				_ = l.Close()
+			}
 		}
 		return err
 	}
@@ -95,6 +109,22 @@ func serve(ctx context.Context, cfg *config.Config, specs []upstream.Spec, logge
 			<-uiDone
 		}()
 		fmt.Fprintf(io.err, "toolbridge: status page at http://%s/ui/\n", uiLn.Addr())
+	}
+	if metricsLn != nil {
+		// Like the page: it stops before the gateway closes.
+		metricsCtx, stopMetrics := context.WithCancel(ctx)
+		metricsDone := make(chan struct{})
+		go func() {
+			defer close(metricsDone)
+			if err := g.ServeMetrics(metricsCtx, metricsLn); err != nil {
+				logger.Warn("metrics listener stopped", "error", err)
+			}
+		}()
+		defer func() {
+			stopMetrics()
+			<-metricsDone
+		}()
+		fmt.Fprintf(io.err, "toolbridge: metrics at http://%s/metrics\n", metricsLn.Addr())
 	}
 	// The line comes before connecting starts: Connect writes its own
 	// progress to the same stream from another goroutine.
