@@ -187,7 +187,7 @@ func (m *Metrics) instruments(meter metric.Meter, o MetricsOptions) error {
 	add := func(err error) { errs = append(errs, err) }
 	var err error
 	m.calls, err = meter.Int64Counter("toolbridge.tool.calls", metric.WithUnit("{call}"),
-		metric.WithDescription("Tool calls the gateway forwarded, by upstream server and the tool's own name (tool_call unwrapped)."))
+		metric.WithDescription("Tool calls the gateway forwarded, by upstream server and the real tool's own name, whether called directly or through the bridge."))
 	add(err)
 	m.errors, err = meter.Int64Counter("toolbridge.tool.call.errors", metric.WithUnit("{call}"),
 		metric.WithDescription("Tool calls that ended in an error: an isError result, a failed or refused call, or the server down."))
