@@ -60,9 +60,13 @@ func BenchmarkToolCallMetrics(b *testing.B) {
 			res := &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent("ok")}}
 			start := time.Now()
 			b.ReportAllocs()
+			cpu := startCPU()
+			n := 0
 			for b.Loop() {
 				g.countCall(c, start, res, nil)
+				n++
 			}
+			cpu.report(b, n)
 		})
 		_ = g.Close()
 	}

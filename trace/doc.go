@@ -41,6 +41,14 @@
 // low-cardinality attributes of their spans (no session or request ids),
 // error.type included.
 //
+// Apart from those, Metrics (NewMetrics) holds the operator metrics that
+// Prometheus scrapes at /metrics: calls, errors and latency by server and
+// tool, searches and searches with no hit, sessions, upstream state,
+// Redis health and the replica. They have a meter provider of their own
+// with OTel's Prometheus exporter as its reader and a private registry,
+// so they work with telemetry.exporter none; see metrics.go, and
+// docs/platform-teams.md for the list.
+//
 // # Using it from a request handler
 //
 //	tel, err := trace.Setup(ctx, cfg.Telemetry, os.Environ(), trace.WithLogger(logger))
