@@ -18,6 +18,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/toolbridge/toolbridge/bridge/state"
+	"github.com/toolbridge/toolbridge/bridge/state/statetest"
 	"github.com/toolbridge/toolbridge/bridge/upstream"
 	"github.com/toolbridge/toolbridge/config"
 	"github.com/toolbridge/toolbridge/trace/tracetest"
@@ -344,4 +346,46 @@ func TestMetricsWithOAuth(t *testing.T) {
 			t.Errorf("the scrape contains %q", secret)
 		}
 	}
+}
+
+// TestMetricsRedisHealthFromARealRedis: the hook fed with bridge/state's
+// Store.Ping against Debian's redis-server, as the serve wiring will:
+// toolbridge_redis_up is 1, 0 once the server is killed, and 1 again
+// after it restarts; Redis's address is never in the scrape.
+func TestMetricsRedisHealthFromARealRedis(t *testing.T) {
+	srv := statetest.Start(t)
+	store, err := state.Open(t.Context(), config.Redis{URL: srv.URL(), KeyPrefix: "tb:"}, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	cfg := testConfig()
+	cfg.StateDir = t.TempDir()
+	g, err := New(cfg, Options{RedisHealth: store.Ping})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = g.Close() })
+	metricsURL := serveMetrics(t, g)
+	up := func() float64 {
+		t.Helper()
+		s := mustScrape(t, metricsURL, nil)
+		if strings.Contains(s.Body, srv.Addr()) {
+			t.Error("the scrape shows Redis's address")
+		}
+		v, ok := s.Value("toolbridge_redis_up")
+		if !ok {
+			t.Fatal("toolbridge_redis_up absent with Redis configured")
+		}
+		return v
+	}
+	if v := up(); v != 1 {
+		t.Fatalf("toolbridge_redis_up = %v with redis-server running, want 1", v)
+	}
+	srv.Kill()
+	if v := up(); v != 0 {
+		t.Errorf("toolbridge_redis_up = %v with redis-server killed, want 0", v)
+	}
+	srv.Restart()
+	eventually(t, "toolbridge_redis_up is 1 after the restart", func() bool { return up() == 1 })
 }
