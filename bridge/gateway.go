@@ -183,6 +183,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g.transport.Store(config.ServeStdio)
 	hooks := &server.Hooks{}
 	hooks.AddBeforeAny(g.awaitStartup)
+	hooks.AddBeforeAny(g.countRequest)
 	hooks.AddAfterListTools(g.noteStartup)
 	hooks.AddBeforeCallTool(g.noteRequestID)
 	hooks.AddBeforeCallTool(g.routeDeferred)

@@ -55,6 +55,7 @@ func (g *Gateway) newMetrics(cfg *config.Config, redis func(context.Context) err
 		Replica: cfg.Serve.EffectiveReplicaID(), Version: Version,
 		Sessions:  g.callers.count,
 		Upstreams: g.upstreamMetrics,
+		Methods:   requestMethods,
 		Logger:    g.logger,
 	})
 	if err != nil {
@@ -63,6 +64,24 @@ func (g *Gateway) newMetrics(cfg *config.Config, redis func(context.Context) err
 	m.ObserveRedis(redis)
 	g.metrics = m
 	return nil
+}
+
+// requestMethods are the MCP methods counted by name in
+// toolbridge_requests_total (the ones mcp-go's server dispatches).
+var requestMethods = []string{
+	string(mcp.MethodInitialize), string(mcp.MethodPing), string(mcp.MethodServerDiscover),
+	string(mcp.MethodSubscriptionsListen), string(mcp.MethodSetLogLevel),
+	string(mcp.MethodResourcesList), string(mcp.MethodResourcesTemplatesList), string(mcp.MethodResourcesRead),
+	string(mcp.MethodResourcesSubscribe), string(mcp.MethodResourcesUnsubscribe),
+	string(mcp.MethodPromptsList), string(mcp.MethodPromptsGet),
+	string(mcp.MethodToolsList), string(mcp.MethodToolsCall),
+	string(mcp.MethodTasksGet), string(mcp.MethodTasksList), string(mcp.MethodTasksResult), string(mcp.MethodTasksCancel),
+	string(mcp.MethodCompletionComplete),
+}
+
+// countRequest counts an MCP request by its method (a BeforeAny hook).
+func (g *Gateway) countRequest(_ context.Context, _ any, method mcp.MCPMethod, _ any) {
+	g.metrics.RecordRequest(string(method))
 }
 
 // Metrics returns the operator metrics; nil with telemetry.prometheus

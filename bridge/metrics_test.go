@@ -189,6 +189,9 @@ func TestMetricsAfterRealCalls(t *testing.T) {
 		{"toolbridge_tool_call_duration_seconds", []string{"server", "notes", "tool", "add_note"}, 3},
 		{"toolbridge_searches_total", nil, 3},
 		{"toolbridge_searches_no_hit_total", nil, 1},
+		// 5 calls and 3 searches, each a tools/call request.
+		{"toolbridge_requests_total", []string{"method", "tools/call"}, 8},
+		{"toolbridge_requests_total", []string{"method", "initialize"}, 1},
 	}
 	for _, c := range checks {
 		if v, ok := after.Value(c.name, c.labels...); !ok || v != c.want {

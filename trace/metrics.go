@@ -42,7 +42,12 @@ const (
 	LabelState   = "state"
 	LabelReplica = "replica"
 	LabelVersion = "version"
+	LabelMethod  = "method"
 )
+
+// MethodOther is the method label of a request whose method is not one
+// of the MCP methods NewMetrics was given.
+const MethodOther = "other"
 
 // Upstream states, the values of toolbridge_upstream_state's state label.
 const (
@@ -94,6 +99,10 @@ type MetricsOptions struct {
 	Sessions func() int
 	// Upstreams reports each upstream server.
 	Upstreams func() []UpstreamStatus
+	// Methods are the MCP methods toolbridge_requests_total counts by
+	// name; any other counts as MethodOther, so that a client cannot add
+	// series by sending made-up methods.
+	Methods []string
 	// Logger receives collection problems; nil discards them.
 	Logger *slog.Logger
 }
@@ -109,6 +118,10 @@ type Metrics struct {
 	duration metric.Float64Histogram
 	searches metric.Int64Counter
 	noHit    metric.Int64Counter
+	requests metric.Int64Counter
+	// methods holds the options of each known method's label, built once
+	// (read-only after NewMetrics).
+	methods map[string][]metric.AddOption
 
 	// redis is the Redis health check (see ObserveRedis); nil when no
 	// Redis is configured, and then toolbridge_redis_up is absent.
@@ -162,7 +175,10 @@ func NewMetrics(o MetricsOptions) (*Metrics, error) {
 		sdkmetric.WithResource(res),
 		sdkmetric.WithCardinalityLimit(maxSeries),
 	)
-	m := &Metrics{provider: mp, labels: map[toolKey]*toolLabels{}}
+	m := &Metrics{provider: mp, labels: map[toolKey]*toolLabels{}, methods: map[string][]metric.AddOption{}}
+	for _, method := range append(o.Methods, MethodOther) {
+		m.methods[method] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attribute.String(LabelMethod, method)))}
+	}
 	if err := m.instruments(mp.Meter(instrumentationName), o); err != nil {
 		_ = mp.Shutdown(context.Background())
 		return nil, err
@@ -195,6 +211,9 @@ func (m *Metrics) instruments(meter metric.Meter, o MetricsOptions) error {
 	m.duration, err = meter.Float64Histogram("toolbridge.tool.call.duration", metric.WithUnit("s"),
 		metric.WithDescription("Time from the gateway resolving a tool call to its answer, policy hooks included."),
 		metric.WithExplicitBucketBoundaries(callBuckets...))
+	add(err)
+	m.requests, err = meter.Int64Counter("toolbridge.requests", metric.WithUnit("{request}"),
+		metric.WithDescription("MCP requests this replica received, by method (tools/list, tools/call, initialize...)."))
 	add(err)
 	m.searches, err = meter.Int64Counter("toolbridge.searches", metric.WithUnit("{search}"),
 		metric.WithDescription("tool_search requests answered."))
@@ -334,6 +353,18 @@ func (m *Metrics) toolLabels(server, tool string) *toolLabels {
 		m.labels[k] = l
 	}
 	return l
+}
+
+// RecordRequest counts one MCP request received, by its method.
+func (m *Metrics) RecordRequest(method string) {
+	if m == nil {
+		return
+	}
+	opts, ok := m.methods[method]
+	if !ok {
+		opts = m.methods[MethodOther]
+	}
+	m.requests.Add(context.Background(), 1, opts...)
 }
 
 // RecordSearch records one tool_search; noHit says it looked for

@@ -20,6 +20,7 @@ func newTestMetrics(t *testing.T, sessions *atomic.Int64, ups func() []trace.Ups
 	t.Helper()
 	m, err := trace.NewMetrics(trace.MetricsOptions{
 		Replica: "gw-1", Version: "v9.9.9",
+		Methods:   []string{"tools/list", "tools/call"},
 		Sessions:  func() int { return int(sessions.Load()) },
 		Upstreams: ups,
 	})
@@ -91,6 +92,11 @@ func TestMetricsScrape(t *testing.T) {
 	m.RecordSearch(false)
 	m.RecordSearch(true)
 	m.RecordSearch(false)
+	m.RecordRequest("tools/call")
+	m.RecordRequest("tools/call")
+	m.RecordRequest("tools/list")
+	m.RecordRequest("x/made-up-by-a-client")
+	m.RecordRequest("x/another-one")
 	sessions.Store(1)
 	var redisErr atomic.Pointer[error]
 	m.ObserveRedis(func(ctx context.Context) error {
@@ -122,6 +128,12 @@ func TestMetricsScrape(t *testing.T) {
 	want(t, s, 1, "toolbridge_searches_no_hit_total")
 	want(t, s, 1, "toolbridge_sessions")
 	want(t, s, 1, "toolbridge_redis_up")
+	want(t, s, 2, "toolbridge_requests_total", "method", "tools/call")
+	want(t, s, 1, "toolbridge_requests_total", "method", "tools/list")
+	want(t, s, 2, "toolbridge_requests_total", "method", "other")
+	if strings.Contains(s.Body, "made-up") {
+		t.Error("a method no MCP server knows became a label")
+	}
 
 	down := errors.New("connection refused")
 	redisErr.Store(&down)
@@ -178,6 +190,9 @@ func TestRecordCallAllocatesNothing(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { m.RecordCall("notes", "add_note", time.Millisecond, true) }); n != 0 {
 		t.Errorf("RecordCall allocates %v times per call, want 0", n)
 	}
+	if n := testing.AllocsPerRun(100, func() { m.RecordRequest("tools/call"); m.RecordRequest("nope") }); n != 0 {
+		t.Errorf("RecordRequest allocates %v times per call, want 0", n)
+	}
 	if n := testing.AllocsPerRun(100, func() { m.RecordSearch(true) }); n != 0 {
 		t.Errorf("RecordSearch allocates %v times per call, want 0", n)
 	}
@@ -187,6 +202,7 @@ func TestNilMetrics(t *testing.T) {
 	var m *trace.Metrics
 	m.RecordCall("a", "b", time.Second, true)
 	m.RecordSearch(true)
+	m.RecordRequest("tools/call")
 	m.ObserveRedis(func(context.Context) error { return nil })
 	if err := m.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)

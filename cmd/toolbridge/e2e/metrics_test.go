@@ -96,10 +96,14 @@ func TestMetricsFromTheBinary(t *testing.T) {
 			t.Errorf("toolbridge_upstream_tools{server=%s} = %v, want the demo server's tools", server, v)
 		}
 	}
+	if v := metricValue(t, before, "toolbridge_requests_total", "method", "tools/list"); v < 1 {
+		t.Errorf("toolbridge_requests_total{method=tools/list} = %v after a tools/list, want at least 1", v)
+	}
 	if v := metricValue(t, before, "toolbridge_sessions"); v < 1 {
 		t.Errorf("toolbridge_sessions = %v with a session open", v)
 	}
 	addsBefore, _ := before.Value("toolbridge_tool_calls_total", "server", "math", "tool", "add")
+	requestsBefore, _ := before.Value("toolbridge_requests_total", "method", "tools/call")
 	searchesBefore, _ := before.Value("toolbridge_searches_total")
 	missesBefore, _ := before.Value("toolbridge_searches_no_hit_total")
 
@@ -136,6 +140,9 @@ func TestMetricsFromTheBinary(t *testing.T) {
 	}
 	if v := metricValue(t, after, "toolbridge_tool_call_duration_seconds", "server", "math", "tool", "add"); v < 2 {
 		t.Errorf("math::add duration samples = %v, want at least 2", v)
+	}
+	if d := metricValue(t, after, "toolbridge_requests_total", "method", "tools/call") - requestsBefore; d != 6 {
+		t.Errorf("tools/call requests went up by %v, want 6 (4 calls, 2 searches)", d)
 	}
 	if d := metricValue(t, after, "toolbridge_searches_total") - searchesBefore; d != 2 {
 		t.Errorf("searches went up by %v, want 2", d)
