@@ -165,6 +165,17 @@ func TestHelmChart(t *testing.T) {
 	if got := objs["Service"].at("spec", "ports", 0, "targetPort"); got != "http" {
 		t.Errorf("Service targetPort %v, want http", got)
 	}
+	// /metrics has its own port, with no token: in the pod, never in the
+	// Service that clients reach.
+	if name, port := fmt.Sprint(c.at("ports", 1, "name")), fmt.Sprint(c.at("ports", 1, "containerPort")); name != "metrics" || port != "9464" {
+		t.Errorf("second container port %s %s, want metrics 9464", name, port)
+	}
+	if n := len(objs["Service"].at("spec", "ports").([]any)); n != 1 {
+		t.Errorf("the Service exposes %d ports, want only http (metrics stay in the pod)", n)
+	}
+	if got := fmt.Sprint(dep.at("spec", "template", "metadata", "annotations", "prometheus.io/port")); got != "9464" {
+		t.Errorf("prometheus.io/port annotation %s, want 9464", got)
+	}
 	pod := k8sObject(dep.at("spec", "template", "spec").(map[string]any))
 	for _, check := range []struct {
 		path []any
