@@ -433,3 +433,33 @@ func BenchmarkFuzzyNames(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSplitRequests measures the requests of the query mix that are
+// split into clauses and long enough to prune, over 100,000 tools, with
+// the first pass pruned (prune=auto) and exhaustive (prune=never) side
+// by side, so their ratio comes from one run:
+//
+//	go test ./bridge/search -run '^$' -bench SplitRequests -benchtime 300x -count 6
+func BenchmarkSplitRequests(b *testing.B) {
+	ix := buildSynth(b, 100000)
+	var split []string
+	for _, q := range benchQueries(b) {
+		ix.mu.RLock()
+		groups, clauses := ix.parseRequest(q)
+		prunable := clauses > 0 && ix.shouldPrune(groups)
+		ix.mu.RUnlock()
+		if prunable {
+			split = append(split, q)
+		}
+	}
+	for _, m := range []struct {
+		name string
+		mode pruneMode
+	}{{"auto", pruneAuto}, {"never", pruneNever}} {
+		b.Run("prune="+m.name, func(b *testing.B) {
+			ix.prune = m.mode
+			defer func() { ix.prune = pruneAuto }()
+			benchQueryMix(b, ix, split)
+		})
+	}
+}

@@ -35,10 +35,9 @@ import (
 // unscored. What needs more than the top k stays exact: feedback's
 // leader and runner-up are in the top k, feedback admits every document
 // its words could lift into the top k (admitFeedback), the tools the
-// query names exactly are scored whatever their words, and a request
-// split into clauses (which needs every tool's score in every clause), a
-// one-word query (fuzzy names) and a partial match are scored
-// exhaustively.
+// query names exactly are scored whatever their words, and a one-word
+// query (fuzzy names) and a partial match are scored exhaustively. A
+// request split into clauses has a pass of its own (prune_clauses.go).
 
 // pruneMinPostings is the fewest postings a request's terms must have for
 // accumulateTop to be worth its bookkeeping: below it the exhaustive
@@ -96,8 +95,8 @@ func (ix *Index) termBound(e *termEntry) float64 {
 	return tfn / (ix.opts.K1 + tfn)
 }
 
-// shouldPrune reports whether the first pass of groups (a request not
-// split into clauses) is pruned. Caller holds mu (read).
+// shouldPrune reports whether the first pass of groups is pruned.
+// Caller holds mu (read).
 func (ix *Index) shouldPrune(groups []queryGroup) bool {
 	if len(groups) < 2 {
 		return false // one group: nothing to skip
@@ -128,6 +127,9 @@ type pruned struct {
 	theta float64
 	// refs are the request's groups, resolved for exactScore.
 	refs []groupRef
+	// fused is set when the request is split into clauses: the first
+	// pass's score is then fused (accumulateClausesTop).
+	fused *fusion
 }
 
 // accumulateTop is accumulate for the top k documents only: when it
@@ -620,5 +622,12 @@ func (ix *Index) admitFeedback(groups []queryGroup, sc *scratch, pr *pruned, ter
 	}
 	slices.Sort(add)
 	sc.touched = append(sc.touched, add...)
+	if pr.fused != nil {
+		for _, g := range add {
+			sc.slot[g] = 1
+			sc.acc[g] = ix.fused(pr.fused, g)
+		}
+		return
+	}
 	ix.admit(groups, pr.refs, sc, add)
 }

@@ -149,16 +149,24 @@ func wasPruned(ix *Index, query string, limit int) bool {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	groups, clauses := ix.parseRequest(query)
-	if clauses != 0 || len(groups) < 2 {
+	if len(groups) < 2 || isOneWord(query) {
 		return false
 	}
 	sc := ix.getScratch(ix.nDocs)
+	sc.clauses = clauses
 	ix.accumulate(groups, sc)
 	all := len(sc.touched)
 	ix.putScratch(sc)
 	sc = ix.getScratch(ix.nDocs)
 	defer ix.putScratch(sc)
-	pr := ix.accumulateTop(groups, sc, limit, nil)
+	sc.clauses = clauses
+	sc.cterms = clauseTerms(groups, clauses)
+	var pr *pruned
+	if clauses == 0 {
+		pr = ix.accumulateTop(groups, sc, limit, nil)
+	} else {
+		pr, _ = ix.accumulateClausesTop(groups, sc, limit, nil)
+	}
 	return pr != nil && len(sc.touched) < all
 }
 
@@ -197,7 +205,7 @@ func TestPrunedRankingAtScale(t *testing.T) {
 	}
 	ix := New(Options{})
 	ix.UpsertAll(synthCatalog(t, 20000))
-	pruned := 0
+	pruned, split := 0, 0
 	qs := benchQueries(t)
 	for _, q := range qs {
 		want := searchWith(ix, pruneNever, q, 10)
@@ -207,10 +215,13 @@ func TestPrunedRankingAtScale(t *testing.T) {
 		}
 		if wasPruned(ix, q, 10) {
 			pruned++
+			if _, clauses := ix.parseRequest(q); clauses > 0 {
+				split++
+			}
 		}
 	}
-	t.Logf("%d of %d queries pruned", pruned, len(qs))
-	if pruned == 0 {
-		t.Fatal("no query was pruned")
+	t.Logf("%d of %d queries pruned, %d of them split into clauses", pruned, len(qs), split)
+	if pruned == 0 || split == 0 {
+		t.Fatal("no query, or no query split into clauses, was pruned")
 	}
 }

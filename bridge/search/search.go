@@ -17,8 +17,12 @@ type scratch struct {
 	nameHits  []uint8
 	nameParts []uint8
 	groupName []bool
-	touched   []int
-	gtouched  []int
+	// cand marks the documents accumulateOnly scores, and cands lists
+	// them (accumulateClausesTop).
+	cand     []bool
+	cands    []int
+	touched  []int
+	gtouched []int
 	// With a split request (clauses > 0), slot[g]-1 is the position of
 	// document g in touched, and clause c's score and name hits of the
 	// document at position i are cacc[i*clauses+c] and cname[...].
@@ -26,9 +30,10 @@ type scratch struct {
 	slot    []int32
 	cacc    []float64
 	cname   []uint8
-	// cbest is each clause's best score, set by fuseClauses; cterms is
-	// each clause's number of terms.
+	// cbest is each clause's best score and scale each clause's scale,
+	// set by fuseClauses; cterms is each clause's number of terms.
 	cbest  [maxClauses]float64
+	scale  [maxClauses]float64
 	cterms [maxClauses]int
 }
 
@@ -43,6 +48,7 @@ func (ix *Index) getScratch(n int) *scratch {
 		sc.nameHits = make([]uint8, n)
 		sc.nameParts = make([]uint8, n)
 		sc.groupName = make([]bool, n)
+		sc.cand = make([]bool, n)
 		sc.slot = make([]int32, n)
 	}
 	return sc
@@ -56,6 +62,7 @@ func (ix *Index) putScratch(sc *scratch) {
 	}
 	sc.clauses = 0
 	sc.cbest = [maxClauses]float64{}
+	sc.scale = [maxClauses]float64{}
 	sc.cterms = [maxClauses]int{}
 	sc.cacc = sc.cacc[:0]
 	sc.cname = sc.cname[:0]
@@ -96,21 +103,25 @@ func (ix *Index) Search(query string, limit int) Result {
 	sc.clauses = clauses
 	sc.cterms = clauseTerms(groups, clauses)
 	exact := ix.exactRefs(query)
-	// A split request needs every tool's score per clause, and a one-word
-	// query may rank by fuzzy name, which reads any tool's score: both
-	// score exhaustively.
+	// A one-word query may rank by fuzzy name, which reads any tool's
+	// score: it is scored exhaustively.
 	var pr *pruned
-	if clauses == 0 && !isOneWord(query) && ix.shouldPrune(groups) {
+	var lead []int
+	if !isOneWord(query) && ix.shouldPrune(groups) {
 		must := make([]int, len(exact))
 		for i, ref := range exact {
 			must[i] = ref.seg.base + int(ref.doc)
 		}
-		pr = ix.accumulateTop(groups, sc, max(limit, 2), must)
+		if clauses == 0 {
+			pr = ix.accumulateTop(groups, sc, max(limit, 2), must)
+		} else {
+			pr, lead = ix.accumulateClausesTop(groups, sc, max(limit, 2), must)
+		}
 	}
 	if pr == nil {
 		ix.accumulate(groups, sc)
+		lead = ix.fuseClauses(sc)
 	}
-	lead := ix.fuseClauses(sc)
 
 	top, best, second := sc.leaders()
 	// Feedback comes after best, so the cutoff stays relative to how well
@@ -183,6 +194,13 @@ func (ix *Index) partialHits(query string, limit int) []Hit {
 // accumulate adds every document's BM25F score for groups into sc.acc.
 // Caller holds mu (read).
 func (ix *Index) accumulate(groups []queryGroup, sc *scratch) {
+	ix.accumulateOnly(groups, sc, nil)
+}
+
+// accumulateOnly is accumulate for the documents g with only[g] set
+// (every document when only is nil): the others' postings are skipped
+// unread. Caller holds mu (read).
+func (ix *Index) accumulateOnly(groups []queryGroup, sc *scratch, only []bool) {
 	n := float64(ix.nDocs)
 	norm := &ix.norm
 	k1 := ix.opts.K1
@@ -211,13 +229,16 @@ func (ix *Index) accumulate(groups []queryGroup, sc *scratch) {
 				run := post[:c.n]
 				post = post[c.n:]
 				for _, p := range run {
+					g := base + int(p.doc)
+					if only != nil && !only[g] {
+						continue
+					}
 					m := &meta[p.doc]
 					tfn := norm.tfNorm(&p, m)
 					if tfn == 0 {
 						continue
 					}
 					s := wq * tfn / (k1 + tfn)
-					g := base + int(p.doc)
 					if single {
 						if sc.acc[g] == 0 {
 							sc.touch(g)
@@ -398,7 +419,7 @@ func (ix *Index) fuseClauses(sc *scratch) []int {
 		}
 		top = max(top, sc.acc[g])
 	}
-	sc.cbest = cbest
+	sc.cbest, sc.scale = cbest, scale
 	sc.boostLeads(lead, ix.opts.ClauseLeadBonus, top)
 	var out []int
 	for c := range sc.clauses {
