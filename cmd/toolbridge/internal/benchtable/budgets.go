@@ -25,6 +25,15 @@ type budget struct {
 	measure func(results) (measured string, within, ran bool)
 	// informational rows have no budget: only what was measured is shown.
 	informational bool
+	// cmd is the command that runs the benchmark the row reads, printed
+	// next to its figure so that anyone can reproduce it.
+	cmd string
+}
+
+// goTest is the command that runs the benchmarks of pkg matching bench,
+// with flags (-count, -benchtime) after it.
+func goTest(pkg, bench, flags string) string {
+	return fmt.Sprintf("go test %s -run '^$' -bench '%s' %s", pkg, bench, flags)
 }
 
 // budgets are issue #8's budgets, in the issue's order, plus the end-to-end
@@ -33,6 +42,7 @@ var budgets = []budget{
 	{
 		path:  "start-up, 13 stdio servers (processes), to the first tools/list",
 		limit: "slowest alone + 100 ms",
+		cmd:   goTest("./cmd/toolbridge/e2e", "^BenchmarkStartup$", "-benchtime 20x -count 3"),
 		measure: func(r results) (string, bool, bool) {
 			v, ok := r.get("BenchmarkStartup", "single-max-ms", "parallel-13-ms", "gateway-13-ms", "added-ms", "over-parallel-ms")
 			if !ok {
@@ -47,6 +57,7 @@ var budgets = []budget{
 	{
 		path:  "tools/list, bridge mode, 10k deferred tools",
 		limit: "p99 < 1 ms",
+		cmd:   goTest("./bridge", "ToolsListBridge", "-count 3"),
 		measure: func(r results) (string, bool, bool) {
 			v, ok := r.get("BenchmarkToolsListBridge", "p50-ns", "p99-ns")
 			if !ok {
@@ -60,6 +71,7 @@ var budgets = []budget{
 	{
 		path:  "tool_call added latency, in-process upstream",
 		limit: "median < 50 µs",
+		cmd:   goTest("./bridge", "ToolCallAdded/upstream=inprocess", "-count 3"),
 		measure: func(r results) (string, bool, bool) {
 			v, ok := r.get("BenchmarkToolCallAdded/upstream=inprocess", "added-p50-ns", "direct-p50-ns")
 			if !ok {
@@ -71,6 +83,7 @@ var budgets = []budget{
 	{
 		path:  "tool_call added latency, stdio upstream, in-process client",
 		limit: "< 10%",
+		cmd:   goTest("./bridge", "ToolCallAdded/upstream=stdio", "-count 3"),
 		measure: func(r results) (string, bool, bool) {
 			v, ok := r.get("BenchmarkToolCallAdded/upstream=stdio", "added-%", "added-p50-ns", "direct-p50-ns")
 			if !ok {
@@ -84,6 +97,7 @@ var budgets = []budget{
 	{
 		path:  "catalog + index, 10k tools",
 		limit: "< 100 MB RSS",
+		cmd:   goTest("./bridge", "CatalogMemory", "-benchtime 1x -count 5"),
 		measure: func(r results) (string, bool, bool) {
 			memory := func(name string) (string, float64, bool) {
 				v, ok := r.get(name, "heap-bytes", "rss-scavenged-bytes", "rss-base-bytes")
@@ -111,6 +125,7 @@ var budgets = []budget{
 	{
 		path:  "idle HTTP session",
 		limit: "< 64 KB",
+		cmd:   goTest("./bridge", "HTTPSessionMemory", "-count 3"),
 		measure: func(r results) (string, bool, bool) {
 			v, ok := r.get("BenchmarkHTTPSessionMemory", "bytes/session")
 			if !ok {
@@ -122,6 +137,7 @@ var budgets = []budget{
 	{
 		path:  "HTTP throughput, 50 sessions, trivial upstream",
 		limit: "≥ 5,000 tool_call/s",
+		cmd:   goTest("./bridge", "HTTPThroughput", "-count 3"),
 		measure: func(r results) (string, bool, bool) {
 			gw, ok1 := r.median("BenchmarkHTTPThroughput/path=gateway", "calls/s")
 			direct, ok2 := r.median("BenchmarkHTTPThroughput/path=direct", "calls/s")
@@ -134,6 +150,7 @@ var budgets = []budget{
 	{
 		path:  "search scaling, 100 → 100k tools",
 		limit: "memory close to linear; query time well under linear (read as: p50 grows < 5× per 10× tools)",
+		cmd:   goTest("./bridge/search", "Scaling", "-count 3"),
 		measure: func(r results) (string, bool, bool) {
 			sizes := []string{"100", "1000", "10000", "100000"}
 			var p50, heap []float64
@@ -165,6 +182,7 @@ func startupInProcess(sub, path string) budget {
 	return budget{
 		path:  path,
 		limit: "slowest alone + 100 ms",
+		cmd:   goTest("./bridge", "StartupInProcess/"+sub, "-benchtime 20x -count 3"),
 		measure: func(r results) (string, bool, bool) {
 			v, ok := r.get("BenchmarkStartupInProcess/"+sub, "single-max-ms", "gateway-13-ms", "added-ms")
 			if !ok {
@@ -179,6 +197,7 @@ func toolSearch(sub, path string) budget {
 	return budget{
 		path:  path,
 		limit: "p99 < 2 ms",
+		cmd:   goTest("./bridge", "ToolSearch10k/"+sub, "-count 3"),
 		measure: func(r results) (string, bool, bool) {
 			v, ok := r.get("BenchmarkToolSearch10k/"+sub, "p50-ns", "p99-ns")
 			if !ok {
@@ -193,6 +212,7 @@ func endToEnd(sub, path string) budget {
 	return budget{
 		path:          path,
 		informational: true,
+		cmd:           goTest("./cmd/toolbridge/e2e", "ToolCallOverStdio/"+sub, "-benchtime 2000x -count 3"),
 		measure: func(r results) (string, bool, bool) {
 			v, ok := r.get("BenchmarkToolCallOverStdio/"+sub, "toolcall-added-µs", "toolcall-added-%", "direct-p50-µs", "toolcall-gateway-cpu-µs/call")
 			if !ok {
@@ -206,7 +226,7 @@ func endToEnd(sub, path string) budget {
 // table renders every budget as one Markdown table.
 func table(r results) string {
 	var b strings.Builder
-	b.WriteString("| path | budget | measured | verdict |\n|---|---|---|---|\n")
+	b.WriteString("| path | budget | measured | verdict | reproduce with |\n|---|---|---|---|---|\n")
 	for _, bg := range budgets {
 		measured, within, ran := bg.measure(r)
 		v := missed
@@ -222,7 +242,7 @@ func table(r results) string {
 		if bg.informational {
 			limit = "—"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", bg.path, limit, measured, v)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | `%s` |\n", bg.path, limit, measured, v, bg.cmd)
 	}
 	return b.String()
 }

@@ -7,7 +7,8 @@
 //	go run ./cmd/toolbridge/internal/benchtable bench.txt
 //
 // A budget whose benchmark is not in the input is reported as not run,
-// never as met.
+// never as met. Each row ends with the command that runs its benchmark,
+// so every figure in the table sits next to how to reproduce it.
 package main
 
 import (

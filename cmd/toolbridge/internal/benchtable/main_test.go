@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -156,4 +158,46 @@ func FuzzParseLine(f *testing.F) {
 		}
 		_ = table(r)
 	})
+}
+
+// TestEveryRowSaysHowToReproduce checks each row's command: it runs a
+// package of this module whose tests define a benchmark that the
+// command's -bench pattern selects, so a renamed or moved benchmark
+// cannot leave a command that reproduces nothing.
+func TestEveryRowSaysHowToReproduce(t *testing.T) {
+	const root = "../../../.."
+	cmdRE := regexp.MustCompile(`^go test (\./\S+) -run '\^\$' -bench '([^']+)' `)
+	funcRE := regexp.MustCompile(`(?m)^func (Benchmark\w+)\(b \*testing\.B\)`)
+	for _, bg := range budgets {
+		m := cmdRE.FindStringSubmatch(bg.cmd)
+		if m == nil {
+			t.Errorf("%s: command %q is not `go test ./pkg -run '^$' -bench '...' ...`", bg.path, bg.cmd)
+			continue
+		}
+		// go test matches the pattern's first slash-separated part
+		// against the top-level benchmark names.
+		top, err := regexp.Compile(strings.SplitN(m[2], "/", 2)[0])
+		if err != nil {
+			t.Errorf("%s: -bench pattern: %v", bg.path, err)
+			continue
+		}
+		files, err := filepath.Glob(filepath.Join(root, m[1], "*_test.go"))
+		if err != nil || len(files) == 0 {
+			t.Errorf("%s: no test files in %s", bg.path, m[1])
+			continue
+		}
+		found := false
+		for _, f := range files {
+			src, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, fn := range funcRE.FindAllStringSubmatch(string(src), -1) {
+				found = found || top.MatchString(fn[1])
+			}
+		}
+		if !found {
+			t.Errorf("%s: %q selects no benchmark in %s", bg.path, m[2], m[1])
+		}
+	}
 }
