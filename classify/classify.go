@@ -36,6 +36,9 @@ type Classifier struct {
 	servers  map[string]config.Defer
 	lists    map[string]serverLists
 	prefixes []string
+	// order is each server's position in the config file (see
+	// ClassifyAll).
+	order map[string]int
 }
 
 // serverLists are a server's allow_tools and deny_tools globs.
@@ -63,6 +66,10 @@ func New(cfg *config.Config) (*Classifier, error) {
 		servers:  make(map[string]config.Defer, len(cfg.Servers)),
 		lists:    map[string]serverLists{},
 		prefixes: append([]string(nil), cfg.DeferrablePrefixes...),
+		order:    map[string]int{},
+	}
+	for i, name := range cfg.ServerNames() {
+		c.order[name] = i
 	}
 	var errs []error
 	for i, r := range cfg.Tools {
@@ -160,51 +167,173 @@ type Tool struct {
 }
 
 // ClassifyAll classifies a whole catalog. It is Classify for every tool,
-// with one rule across tools: a name of core_tools that several servers
-// have is core on one of them only, the server whose name sorts first.
-// On the others the core set is skipped and the next rule decides
-// (usually the MCP-origin marker: deferrable), so four file servers that
-// each have read_file list one read_file, not four, and the always-listed
-// set stops growing with the servers that share a name. never_defer
-// names, tool rules and `defer: never` keep every copy core: they are the
-// user's word about those tools.
+// with two rules across tools, both about the core set (core_tools):
+//
+//   - A deprecated tool is not core by the core set (see Deprecated): the
+//     next rule decides, usually the MCP-origin marker (deferrable). When
+//     its description names a replacement ("Use read_text_file instead")
+//     that the same server has, and no rule of the user's classifies the
+//     replacement, the replacement takes its place in the core set; so
+//     the filesystem server lists read_text_file, not the read_file it
+//     deprecates.
+//   - A core_tools name that several servers have is core on one of them
+//     only: the server named like the tool (fetch's fetch, not biomcp's;
+//     names compared without case, separators and the words "mcp" and
+//     "server"), else the server first in the config file (see
+//     config.Config.ServerNames; servers the config does not name come
+//     after, by name). On the others the core set is skipped and the next
+//     rule decides, so four file servers that each have read_file list one
+//     read_file, not four, and the always-listed set stops growing with the
+//     servers that share a name. A server whose copy is core anyway
+//     (`defer: never`) keeps it first, so that no second copy is listed.
+//     The reason of every copy names the rule.
+//
+// never_defer names, tool rules and `defer: never` keep every copy core:
+// they are the user's word about those tools.
 func (c *Classifier) ClassifyAll(tools []Tool) []Verdict {
 	out := make([]Verdict, len(tools))
-	byCoreSet := make([]bool, len(tools))
-	keeper := map[string]string{} // lower-cased core name -> server keeping it
+	src := make([]source, len(tools))
+	byName := map[[2]string]int{} // server, tool name -> index
 	for i, t := range tools {
-		out[i], byCoreSet[i] = c.classify(t.Server, t.Tool, true)
-		if byCoreSet[i] {
-			name := strings.ToLower(t.Tool.Name)
-			if k, ok := keeper[name]; !ok || t.Server < k {
-				keeper[name] = t.Server
-			}
-		}
+		out[i], src[i] = c.classify(t.Server, t.Tool, true)
+		byName[[2]string{t.Server, t.Tool.Name}] = i
 	}
+	// Deprecated core tools give their place to their replacement.
 	for i, t := range tools {
-		if !byCoreSet[i] {
+		if src[i] != fromCoreSet {
 			continue
 		}
-		if k := keeper[strings.ToLower(t.Tool.Name)]; k != t.Server {
-			v, _ := c.classify(t.Server, t.Tool, false)
-			v.Reason = fmt.Sprintf("core set: %q is core on server %q; %s", t.Tool.Name, k, v.Reason)
-			out[i] = v
+		dep, repl := Deprecated(t.Tool)
+		if !dep {
+			continue
 		}
+		v, s := c.classify(t.Server, t.Tool, false)
+		why := fmt.Sprintf("core set: %q is deprecated", t.Tool.Name)
+		if j, ok := byName[[2]string{t.Server, repl}]; ok && repl != "" && src[j] == fromTool && out[j].Class != config.ClassCore {
+			out[j] = Verdict{Class: config.ClassCore, Reason: fmt.Sprintf("core set: replaces the deprecated %q in core_tools", t.Tool.Name)}
+			src[j] = fromCoreSet
+			why += fmt.Sprintf(" (core in its place: %q)", repl)
+		}
+		v.Reason = why + "; " + v.Reason
+		out[i], src[i] = v, s
+	}
+	type keep struct {
+		server string
+		anyway bool // the copy is core without the core set (defer: never)
+		named  bool // the server is named like the tool
+		rank   int  // position in config order
+	}
+	better := func(a, b keep) bool {
+		if a.anyway != b.anyway {
+			return a.anyway
+		}
+		if a.named != b.named {
+			return a.named
+		}
+		if a.rank != b.rank {
+			return a.rank < b.rank
+		}
+		return a.server < b.server
+	}
+	keeper := map[string]keep{} // lower-cased core name -> server keeping it
+	count := map[string]int{}
+	for i, t := range tools {
+		if src[i] != fromCoreSet {
+			continue
+		}
+		name := strings.ToLower(t.Tool.Name)
+		k := keep{server: t.Server, named: namedLike(t.Server, t.Tool.Name), rank: c.rank(t.Server)}
+		if v, _ := c.classify(t.Server, t.Tool, false); v.Class == config.ClassCore {
+			k.anyway = true
+		}
+		if cur, ok := keeper[name]; !ok || better(k, cur) {
+			keeper[name] = k
+		}
+		count[name]++
+	}
+	for i, t := range tools {
+		if src[i] != fromCoreSet {
+			continue
+		}
+		name := strings.ToLower(t.Tool.Name)
+		if count[name] < 2 {
+			continue
+		}
+		k := keeper[name]
+		why := "first of them in the config file"
+		switch {
+		case k.anyway:
+			why = "listed there anyway: defer: never"
+		case k.named:
+			why = "the server named like the tool"
+		case k.rank == len(c.order):
+			why = "first of them by name; the config file names none of them"
+		}
+		if k.server == t.Server {
+			out[i].Reason += fmt.Sprintf("; listed here, not on the %d other servers that have it (%s)", count[name]-1, why)
+			continue
+		}
+		v, _ := c.classify(t.Server, t.Tool, false)
+		v.Reason = fmt.Sprintf("core set: %q is core on server %q (%s); %s", t.Tool.Name, k.server, why, v.Reason)
+		out[i] = v
 	}
 	return out
 }
 
+// rank is server's position in the config file; servers it does not name
+// come after all that it does.
+func (c *Classifier) rank(server string) int {
+	if r, ok := c.order[server]; ok {
+		return r
+	}
+	return len(c.order)
+}
+
+// namedLike reports whether a server is named like a tool: the same
+// words, ignoring case, separators and the words "mcp" and "server"
+// ("mcp-server-fetch" and "fetch"; "web-search" and "web_search").
+func namedLike(server, tool string) bool {
+	a, b := nameWords(server), nameWords(tool)
+	return a != "" && a == b
+}
+
+func nameWords(s string) string {
+	var out strings.Builder
+	for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
+		return !('a' <= r && r <= 'z' || '0' <= r && r <= '9')
+	}) {
+		if w != "mcp" && w != "server" {
+			out.WriteString(w)
+		}
+	}
+	return out.String()
+}
+
+// source is which kind of rule gave a verdict.
+type source int
+
+const (
+	// fromUser: the server's lists, a tool rule, never_defer or the
+	// server's defer: the user's word.
+	fromUser source = iota
+	// fromCoreSet: a core_tools name.
+	fromCoreSet
+	// fromTool: the tool's own markers, the MCP-origin marker, a name
+	// prefix, or no rule.
+	fromTool
+)
+
 // classify is Classify; withCoreSet false skips the core set (rule 2), and
-// byCoreSet reports a verdict given by a core_tools name (not never_defer).
-func (c *Classifier) classify(server string, tool mcp.Tool, withCoreSet bool) (v Verdict, byCoreSet bool) {
+// src says which kind of rule decided.
+func (c *Classifier) classify(server string, tool mcp.Tool, withCoreSet bool) (v Verdict, src source) {
 	if l, ok := c.lists[server]; ok {
 		for _, g := range l.deny {
 			if ok, _ := path.Match(g, tool.Name); ok {
-				return Verdict{Class: config.ClassDisabled, Reason: fmt.Sprintf("server %q deny_tools %q", server, g)}, false
+				return Verdict{Class: config.ClassDisabled, Reason: fmt.Sprintf("server %q deny_tools %q", server, g)}, fromUser
 			}
 		}
 		if len(l.allow) > 0 && !slices.ContainsFunc(l.allow, func(g string) bool { ok, _ := path.Match(g, tool.Name); return ok }) {
-			return Verdict{Class: config.ClassDisabled, Reason: fmt.Sprintf("server %q allow_tools does not list it", server)}, false
+			return Verdict{Class: config.ClassDisabled, Reason: fmt.Sprintf("server %q allow_tools does not list it", server)}, fromUser
 		}
 	}
 	if len(c.rules) > 0 {
@@ -214,43 +343,46 @@ func (c *Classifier) classify(server string, tool mcp.Tool, withCoreSet bool) (v
 				// The rule decides the class; whether a deferrable tool
 				// waits for the threshold is still its server's word.
 				always := r.class == config.ClassDeferrable && c.servers[server] == config.DeferAlways
-				return Verdict{Class: r.class, Reason: fmt.Sprintf("tool rule %d %q", r.n, r.match), Always: always}, false
+				return Verdict{Class: r.class, Reason: fmt.Sprintf("tool rule %d %q", r.n, r.match), Always: always}, fromUser
 			}
 		}
 	}
 	if src, ok := c.core[strings.ToLower(tool.Name)]; ok && withCoreSet {
-		return Verdict{Class: config.ClassCore, Reason: fmt.Sprintf("core set: %q in %s", tool.Name, src)}, src == "core_tools"
+		if src == "core_tools" {
+			return Verdict{Class: config.ClassCore, Reason: fmt.Sprintf("core set: %q in %s", tool.Name, src)}, fromCoreSet
+		}
+		return Verdict{Class: config.ClassCore, Reason: fmt.Sprintf("core set: %q in %s", tool.Name, src)}, fromUser
 	}
 	def := c.servers[server]
 	switch def {
 	case config.DeferNever:
-		return Verdict{Class: config.ClassCore, Reason: fmt.Sprintf("server %q defer: never", server)}, false
+		return Verdict{Class: config.ClassCore, Reason: fmt.Sprintf("server %q defer: never", server)}, fromUser
 	case config.DeferAlways:
-		return Verdict{Class: config.ClassDeferrable, Reason: fmt.Sprintf("server %q defer: always", server), Always: true}, false
+		return Verdict{Class: config.ClassDeferrable, Reason: fmt.Sprintf("server %q defer: always", server), Always: true}, fromUser
 	case config.DeferUnmarked:
-		return Verdict{Class: config.ClassUnknown, Reason: fmt.Sprintf("server %q defer: unmarked", server)}, false
+		return Verdict{Class: config.ClassUnknown, Reason: fmt.Sprintf("server %q defer: unmarked", server)}, fromUser
 	}
 	if tool.Meta != nil {
 		if v, ok := tool.Meta.AdditionalFields[MetaDeferrable].(bool); ok {
 			if v {
-				return Verdict{Class: config.ClassDeferrable, Reason: `_meta "` + MetaDeferrable + `": true`}, false
+				return Verdict{Class: config.ClassDeferrable, Reason: `_meta "` + MetaDeferrable + `": true`}, fromUser
 			}
-			return Verdict{Class: config.ClassUnknown, Reason: `_meta "` + MetaDeferrable + `": false`}, false
+			return Verdict{Class: config.ClassUnknown, Reason: `_meta "` + MetaDeferrable + `": false`}, fromUser
 		}
 	}
 	if tool.DeferLoading {
-		return Verdict{Class: config.ClassDeferrable, Reason: "defer_loading: true"}, false
+		return Verdict{Class: config.ClassDeferrable, Reason: "defer_loading: true"}, fromUser
 	}
 	if server != "" {
 		if def == "" {
 			def = config.DeferAuto
 		}
-		return Verdict{Class: config.ClassDeferrable, Reason: fmt.Sprintf("server %q defer: %s (MCP-origin marker)", server, def)}, false
+		return Verdict{Class: config.ClassDeferrable, Reason: fmt.Sprintf("server %q defer: %s (MCP-origin marker)", server, def)}, fromTool
 	}
 	for _, p := range c.prefixes {
 		if p != "" && strings.HasPrefix(tool.Name, p) {
-			return Verdict{Class: config.ClassDeferrable, Reason: fmt.Sprintf("name prefix %q", p)}, false
+			return Verdict{Class: config.ClassDeferrable, Reason: fmt.Sprintf("name prefix %q", p)}, fromTool
 		}
 	}
-	return Verdict{Class: config.ClassUnknown, Reason: "no rule matched"}, false
+	return Verdict{Class: config.ClassUnknown, Reason: "no rule matched"}, fromTool
 }

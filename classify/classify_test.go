@@ -516,9 +516,11 @@ func BenchmarkClassify(b *testing.B) {
 }
 
 // TestClassifyAllKeepsOneCopyOfACoreName checks the cross-server rule: a
-// core_tools name on several servers is core on the first server by name
-// only, so the listed set does not grow with the servers sharing it, while
-// never_defer, tool rules and `defer: never` keep every copy core.
+// core_tools name on several servers is core on one server only (one that
+// lists it anyway, by defer: never, before the others; then the first by
+// name when the config names none of them), so the listed set does not
+// grow with the servers sharing it, while never_defer, tool rules and
+// `defer: never` keep every copy core.
 func TestClassifyAllKeepsOneCopyOfACoreName(t *testing.T) {
 	cfg := config.Default()
 	cfg.NeverDefer = []string{"pinned"}
@@ -544,8 +546,9 @@ func TestClassifyAllKeepsOneCopyOfACoreName(t *testing.T) {
 		want[s+"::pinned"] = config.ClassCore // never_defer: every copy
 		want[s+"::create_issue"] = config.ClassDeferrable
 	}
-	// fs1 sorts first; a tool rule and `defer: never` keep their copies.
-	for _, id := range []string{"fs1::read_file", "fs1::list_directory", "fs3::list_directory",
+	// local lists them anyway (defer: never), so it keeps the core
+	// names; a tool rule keeps its copy.
+	for _, id := range []string{"fs3::list_directory",
 		"local::read_file", "local::list_directory", "local::create_issue"} {
 		want[id] = config.ClassCore
 	}
@@ -562,11 +565,11 @@ func TestClassifyAllKeepsOneCopyOfACoreName(t *testing.T) {
 			core++
 		}
 	}
-	if core != 2 { // fs1 by the core set, local by defer: never
-		t.Errorf("%d servers list read_file as core, want 2", core)
+	if core != 1 { // local, which lists it anyway
+		t.Errorf("%d servers list read_file as core, want 1", core)
 	}
 	fs2 := got[slicesIndex(tools, "fs2", "read_file")]
-	if want := `core set: "read_file" is core on server "fs1"; server "fs2" defer: auto (MCP-origin marker)`; fs2.Reason != want {
+	if want := `core set: "read_file" is core on server "local" (listed there anyway: defer: never); server "fs2" defer: auto (MCP-origin marker)`; fs2.Reason != want {
 		t.Errorf("fs2::read_file reason %q, want %q", fs2.Reason, want)
 	}
 	za := got[slicesIndex(tools, "zz-always", "read_file")]

@@ -142,6 +142,9 @@ type Config struct {
 	// "mcpServers", as in Claude Desktop's claude_desktop_config.json.
 	// A name must match ^[a-zA-Z0-9_-]{1,64}$ and must not contain "__".
 	Servers map[string]Server `koanf:"mcpServers" json:"mcpServers"`
+	// serverOrder is the order the config file lists Servers in (see
+	// ServerNames).
+	serverOrder []string
 
 	// Mode is on, auto or off (default auto). The booleans true/yes/1 and
 	// false/no/0 are accepted as on and off.

@@ -37,9 +37,10 @@ func parserFor(path string) (parser, string, bool) {
 	return nil, "", false
 }
 
-// readFile reads and parses the config file into a raw tree. Every error is
-// an *Error whose Source is path.
-func readFile(path string) (map[string]any, error) {
+// readFile reads and parses the config file into a raw tree, and the
+// names of its servers in the order written (see fileServerOrder). Every
+// error is an *Error whose Source is path.
+func readFile(path string) (map[string]any, []string, error) {
 	p, format, ok := parserFor(path)
 	if !ok {
 		ext := filepath.Ext(path)
@@ -48,7 +49,7 @@ func readFile(path string) (map[string]any, error) {
 		} else {
 			ext = strconv.Quote(ext)
 		}
-		return nil, &Error{Source: path, Msg: fmt.Sprintf("unknown config format (%s): name the file .yaml, .yml, .json or .toml", ext)}
+		return nil, nil, &Error{Source: path, Msg: fmt.Sprintf("unknown config format (%s): name the file .yaml, .yml, .json or .toml", ext)}
 	}
 	b, err := file.Provider(path).ReadBytes()
 	if err != nil {
@@ -60,24 +61,24 @@ func readFile(path string) (map[string]any, error) {
 		case errors.As(err, &pe):
 			msg = "reading: " + pe.Err.Error()
 		}
-		return nil, &Error{Source: path, Msg: msg, err: err}
+		return nil, nil, &Error{Source: path, Msg: msg, err: err}
 	}
 	// Windows editors may start a file with a byte order mark, which the
 	// JSON parser refuses.
 	b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
 	if len(bytes.TrimSpace(b)) == 0 {
-		return nil, &Error{Source: path, Msg: fmt.Sprintf("file is empty: want a %s object with at least \"mcpServers\"", format)}
+		return nil, nil, &Error{Source: path, Msg: fmt.Sprintf("file is empty: want a %s object with at least \"mcpServers\"", format)}
 	}
 	m, err := p.Unmarshal(b)
 	if err != nil {
 		e := syntaxError(format, b, err)
 		e.Source = path
-		return nil, e
+		return nil, nil, e
 	}
 	if m == nil && format == "JSON" {
-		return nil, &Error{Source: path, Msg: "the top level must be a JSON object, got null"}
+		return nil, nil, &Error{Source: path, Msg: "the top level must be a JSON object, got null"}
 	}
-	return m, nil
+	return m, fileServerOrder(format, b), nil
 }
 
 var yamlLine = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)

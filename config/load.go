@@ -83,11 +83,12 @@ func Load(opts LoadOptions) (*Config, error) {
 	var exp expansions
 	fileOK := true
 	if path != "" {
-		raw, err := readFile(path)
+		raw, order, err := readFile(path)
 		if err != nil {
 			errs = append(errs, err)
 			fileOK = false
 		} else {
+			cfg.serverOrder = order
 			d := &decoder{source: path, lookup: lookup, prov: prov, exp: &exp}
 			d.value(nil, raw, root)
 			errs = append(errs, d.errs...)
