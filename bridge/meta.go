@@ -96,18 +96,19 @@ func (g *Gateway) metaTools(cat *Catalog, live *settings, deferred []*Tool) []se
 const searchOutputSchema = `{"type":"object","properties":{` +
 	`"tools":{"type":"array","items":{"type":"object","properties":{` +
 	`"id":{"type":"string"},"server":{"type":"string"},"name":{"type":"string"},"description":{"type":"string"},` +
-	`"parameters":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"type":{"type":"string"},"required":{"type":"boolean"}},"required":["name","type","required"]}},` +
-	`"score":{"type":"number"},` +
+	`"parameters":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"type":{"type":"string"},"required":{"type":"boolean"}},"required":["name","type"]}},` +
+	`"score":{"type":"number"},"already_listed":{"type":"boolean"},"weak":{"type":"boolean"},"deprecated":{"type":"boolean"},"instead":{"type":"string"},` +
 	`"annotations":{"type":"array","items":{"type":"string","enum":["read-only","destructive","idempotent","open-world","closed-world"]}},` +
 	`"flags":{"type":"array","items":{"type":"object","properties":{"rule":{"type":"string"},"where":{"type":"string"},"why":{"type":"string"}},"required":["rule","where","why"]}}},` +
-	`"required":["id","server","name","description","parameters","score"]}},` +
+	`"required":["id","server","name","score"]}},` +
 	`"held":{"type":"object","properties":{"tools":{"type":"integer"},"servers":{"type":"array","items":{"type":"string"}},"review":{"type":"string"}},"required":["tools","review"]},` +
 	`"total_deferred":{"type":"integer"},` +
 	`"filtered_out":{"type":"integer"},` +
 	`"did_you_mean":{"type":"array","items":{"type":"string"}},` +
 	`"partial":{"type":"boolean"},` +
-	`"catalog":{"type":"array","items":{"type":"object","properties":{"server":{"type":"string"},"tools":{"type":"array","items":{"type":"string"}},"total":{"type":"integer"}}}}},` +
-	`"required":["tools","total_deferred"]}`
+	`"catalog":{"type":"array","items":{"type":"object","properties":{"server":{"type":"string"},"tools":{"type":"array","items":{"type":"string"}},"total":{"type":"integer"}}}},` +
+	`"ranking":{"type":"string","enum":["lexical","semantic"]},"ranking_note":{"type":"string"}},` +
+	`"required":["tools","total_deferred","ranking"]}`
 
 // argsObject decodes a meta-tool's arguments into their members.
 func argsObject(req mcp.CallToolRequest) (map[string]json.RawMessage, error) {
@@ -138,12 +139,28 @@ func stringArg(args map[string]json.RawMessage, key string) (string, bool, error
 
 // SearchHit is one tool in tool_search's structured result.
 type SearchHit struct {
-	ID          string         `json:"id"`
-	Server      string         `json:"server"`
-	Name        string         `json:"name"`
-	Description string         `json:"description"`
-	Parameters  []ParamSummary `json:"parameters"`
+	// ID is the tool's canonical id, server::tool, whatever it is called.
+	ID     string `json:"id"`
+	Server string `json:"server"`
+	// Name is the name the model knows the tool by: the name the client
+	// lists it under (already_listed hits), the configured name when a
+	// tools: rule renamed it, else its name on its server.
+	Name string `json:"name"`
+	// Description, Parameters and Annotations are left out of
+	// already_listed hits: the client has the tool's definition already.
+	Description string         `json:"description,omitempty"`
+	Parameters  []ParamSummary `json:"parameters,omitempty"`
 	Score       float64        `json:"score"`
+	// AlreadyListed says the client lists the tool itself (a core tool in
+	// bridge mode): call it directly by Name, not through tool_call.
+	AlreadyListed bool `json:"already_listed,omitempty"`
+	// Weak says the hit scores far below the best (under weakRatio of it):
+	// kept, as a request may need a second tool, but not a close match.
+	Weak bool `json:"weak,omitempty"`
+	// Deprecated says the tool's description calls it deprecated; Instead
+	// is the id of the tool it names in its place, when its server has it.
+	Deprecated bool   `json:"deprecated,omitempty"`
+	Instead    string `json:"instead,omitempty"`
 	// Annotations are the tool's hints, compactly: read-only or
 	// destructive, idempotent, open-world or closed-world; only those the
 	// tool states.
@@ -215,6 +232,11 @@ type SearchResult struct {
 	// Held counts the tools trust quarantines, which no search finds,
 	// and says how to review them; absent when none is held.
 	Held *HeldTools `json:"held,omitempty"`
+	// Ranking is "lexical" or "semantic" (search.embeddings); RankingNote
+	// says why the semantic rerank did not rank every tool, when it is
+	// configured and did not.
+	Ranking     string `json:"ranking"`
+	RankingNote string `json:"ranking_note,omitempty"`
 }
 
 // HeldTools is what tool_search, the start-up line and /readyz say of the
@@ -331,14 +353,16 @@ func truncateUTF8(s string, n int) string {
 	return s[:n]
 }
 
-// search ranks the deferred tools of cat for query. The index holds every
-// tool (tool_call resolves core ones too), so visible tools are skipped and
-// the index is asked for enough hits to fill limit anyway.
+// search ranks the tools of cat for query. The index holds every tool
+// (tool_call resolves core ones too); a tool the client lists already is a
+// hit marked already_listed, without its definition. Deprecated tools, and
+// destructive ones when the request asks to change nothing, rank lower
+// (see adjust), and hits far below the best are marked weak.
 //
 // With search.embeddings, the ranking is the semantic rerank's (outcome
 // says whether it reranked or fell back to the lexical ranking, and why).
 func (g *Gateway) search(ctx context.Context, cat *Catalog, query string, limit int, filter searchFilter) (SearchResult, semantic.Outcome) {
-	out := SearchResult{Tools: []SearchHit{}, TotalDeferred: len(cat.Deferred), Held: cat.Held()}
+	out := SearchResult{Tools: []SearchHit{}, TotalDeferred: len(cat.Deferred), Held: cat.Held(), Ranking: RankingLexical}
 	if strings.TrimSpace(query) == "" {
 		out.Catalog = browse(cat, browsePerServer, filter)
 		return out, semantic.Outcome{}
@@ -354,24 +378,39 @@ func (g *Gateway) search(ctx context.Context, cat *Catalog, query string, limit 
 		want = len(cat.Tools)
 	}
 	r, oc := g.rank(ctx, query, want)
-	for _, h := range r.Hits {
-		t, ok := cat.ByID(h.ID)
-		if !ok || !t.Deferred {
-			continue
-		}
+	out.Ranking, out.RankingNote = g.ranking(oc)
+	best := 0.0
+	defined, listed := 0, 0 // hits with and without their definition
+	for _, h := range adjust(cat, query, r.Hits) {
+		t := h.t
 		if !filter.keeps(t) {
 			out.FilteredOut++
 			continue
 		}
-		desc, params := g.hitSummaries.get(t)
-		out.Tools = append(out.Tools, SearchHit{
-			ID: t.ID, Server: t.Server, Name: t.Name,
-			Description: desc, Parameters: params,
-			Score:       roundScore(h.Score),
-			Annotations: hintsOf(t.Tool).Hints(),
-			Flags:       t.Trust.Flags,
-		})
-		if len(out.Tools) == limit {
+		best = max(best, h.score)
+		hit := SearchHit{
+			ID: t.ID, Server: t.Server, Name: callName(t),
+			Score: roundScore(h.score), Weak: h.score < weakRatio*best,
+			Flags: t.Trust.Flags,
+		}
+		if !t.Deferred {
+			// A tool the client lists already: found, so that "write a
+			// file" does not look missing, but not defined twice. It
+			// costs a line, so it takes no place of the limit (at most
+			// limit of them come on top).
+			if listed == limit {
+				continue
+			}
+			listed++
+			hit.AlreadyListed = true
+		} else {
+			hit.Description, hit.Parameters = g.hitSummaries.get(t)
+			hit.Annotations = hintsOf(t.Tool).Hints()
+			defined++
+		}
+		hit.Deprecated, hit.Instead = instead(cat, t)
+		out.Tools = append(out.Tools, hit)
+		if defined == limit {
 			break
 		}
 	}
@@ -470,35 +509,24 @@ func browse(cat *Catalog, perServer int, filter searchFilter) []CatalogServer {
 	return out
 }
 
+// searchResult renders tool_search's answer. Hosts pass one part of it to
+// the model: Claude Code, VS Code, Codex and opencode the
+// structuredContent (serialised), Claude.ai, ChatGPT and others the text
+// (docs/search.md). The structuredContent is the complete answer, as the
+// output schema defines it; the text block is its compact rendering (one
+// line a hit, descriptions cut shorter, required parameters starred, only
+// the hints that decide a choice), not the JSON again.
 func searchResult(query string, res SearchResult, filter searchFilter) *mcp.CallToolResult {
 	var b strings.Builder
 	switch {
 	case len(res.Tools) > 0:
 		if res.Partial {
-			fmt.Fprintf(&b, "No tool matches %q as written; these share part of a word with it (a close spelling or a prefix), and the catalog by server follows. ", clip(query, maxEcho))
+			fmt.Fprintf(&b, "No tool matches %q as written; these share part of a word with it, and the catalog by server follows.\n", clip(query, maxEcho))
 		}
-		fmt.Fprintf(&b, "%s for %q (of %d not listed). Run one with tool_call {\"tool_name\": \"<id>\", \"tool_args\": {...}}.\n", plural(len(res.Tools), "tool", "tools"), clip(query, maxEcho), res.TotalDeferred)
+		fmt.Fprintf(&b, "%s for %q (%d not listed). Run with tool_call {\"tool_name\":\"<id>\",\"tool_args\":{…}}; * = required.\n",
+			plural(len(res.Tools), "tool", "tools"), clip(query, maxEcho), res.TotalDeferred)
 		for i, h := range res.Tools {
-			fmt.Fprintf(&b, "\n%d. %s — %s\n", i+1, h.ID, h.Description)
-			if len(h.Annotations) > 0 {
-				b.WriteString("   hints: " + strings.Join(h.Annotations, ", ") + "\n")
-			}
-			writeFlags(&b, h.Flags)
-			if len(h.Parameters) > 0 {
-				b.WriteString("   params: ")
-				for j, p := range h.Parameters {
-					if j > 0 {
-						b.WriteString(", ")
-					}
-					b.WriteString(p.Name + ": " + p.Type)
-					if p.Required {
-						b.WriteString(" (required)")
-					}
-				}
-				b.WriteByte('\n')
-			} else {
-				b.WriteString("   params: none\n")
-			}
+			writeHit(&b, i+1, h)
 		}
 	case strings.TrimSpace(query) == "":
 		fmt.Fprintf(&b, "%s not listed; search them by keywords. By server:\n", plural(res.TotalDeferred, "tool is", "tools are"))
@@ -509,12 +537,15 @@ func searchResult(query string, res SearchResult, filter searchFilter) *mcp.Call
 		}
 		b.WriteString(" Try other keywords (what the tool does, not how); the catalog by server:\n")
 	}
+	if res.RankingNote != "" {
+		fmt.Fprintf(&b, "Ranking: %s (%s).\n", res.Ranking, res.RankingNote)
+	}
 	if res.FilteredOut > 0 {
-		fmt.Fprintf(&b, "\n%s removed %s that would have ranked here (tools without annotations count as not read-only and as destructive).\n",
+		fmt.Fprintf(&b, "%s removed %s that would have ranked here (tools without annotations count as not read-only and as destructive).\n",
 			filter, plural(res.FilteredOut, "match", "matches"))
 	}
 	if res.Partial {
-		b.WriteString("\nThe catalog by server:\n")
+		b.WriteString("The catalog by server:\n")
 	}
 	for _, s := range res.Catalog {
 		fmt.Fprintf(&b, "- %s (%d): %s", s.Server, s.Total, strings.Join(s.Tools, ", "))
@@ -524,12 +555,74 @@ func searchResult(query string, res SearchResult, filter searchFilter) *mcp.Call
 		b.WriteByte('\n')
 	}
 	if h := res.Held; h != nil {
-		fmt.Fprintf(&b, "\n%s held in quarantine (%s) and not searchable: their definitions are new or changed since they were approved. Ask the user to review them with: %s.\n",
+		fmt.Fprintf(&b, "%s held in quarantine (%s) and not searchable: their definitions are new or changed since they were approved. Ask the user to review them with: %s.\n",
 			plural(h.Tools, "tool is", "tools are"), strings.Join(h.Servers, ", "), h.Review)
 	}
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{mcp.NewTextContent(strings.TrimRight(b.String(), "\n"))},
 		StructuredContent: res,
+	}
+}
+
+// maxTextDescription is where the text block cuts a hit's description
+// (the structuredContent keeps maxDescription).
+const maxTextDescription = 160
+
+// writeHit adds one hit to tool_search's text: a line, plus one per flag.
+func writeHit(b *strings.Builder, n int, h SearchHit) {
+	fmt.Fprintf(b, "%d. ", n)
+	if h.Weak {
+		b.WriteString("(weak match) ")
+	}
+	if h.AlreadyListed {
+		fmt.Fprintf(b, "%s — already listed: call it directly", h.Name)
+		if h.Deprecated {
+			writeDeprecated(b, h)
+		}
+		b.WriteByte('\n')
+		writeFlags(b, h.Flags)
+		return
+	}
+	b.WriteString(h.ID)
+	if _, name, ok := toolid.Split(h.ID); ok && h.Name != "" && name != h.Name {
+		fmt.Fprintf(b, " (or %s)", h.Name)
+	}
+	b.WriteString(" — " + clip(h.Description, maxTextDescription))
+	var hints []string
+	for _, a := range h.Annotations {
+		if a == "read-only" || a == "destructive" {
+			hints = append(hints, a)
+		}
+	}
+	if len(hints) > 0 {
+		b.WriteString(" [" + strings.Join(hints, ", ") + "]")
+	}
+	b.WriteString(" (")
+	for j, p := range h.Parameters {
+		if j > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(p.Name)
+		if p.Required {
+			b.WriteByte('*')
+		}
+		b.WriteString(": " + p.Type)
+	}
+	if len(h.Parameters) == 0 {
+		b.WriteString("no parameters")
+	}
+	b.WriteByte(')')
+	if h.Deprecated {
+		writeDeprecated(b, h)
+	}
+	b.WriteByte('\n')
+	writeFlags(b, h.Flags)
+}
+
+func writeDeprecated(b *strings.Builder, h SearchHit) {
+	b.WriteString(" DEPRECATED")
+	if h.Instead != "" {
+		b.WriteString(": use " + h.Instead)
 	}
 }
 
@@ -618,8 +711,11 @@ func compactJSON(v any) []byte {
 }
 
 // describeTool renders a tool's full definition with the schemas as the
-// upstream sent them, less invisible characters (see visibleSchema), plus
-// the id to call it by and the tool's flags.
+// upstream sent them (less invisible characters, see visibleSchema, and
+// the config's overrides), plus the tool's canonical id and flags. The
+// name is the one the model knows it by (see callName): a tool a tools:
+// rule renamed shows its new name and, in id, the real tool; either calls
+// it.
 func describeTool(t *Tool, format string) json.RawMessage {
 	if format == "openai" {
 		out := map[string]any{
@@ -650,7 +746,7 @@ func describeTool(t *Tool, format string) json.RawMessage {
 		// Flags say why toolbridge finds the tool's text suspicious.
 		Flags []trust.Flag `json:"flags,omitempty"`
 	}{
-		ID: t.ID, Server: t.Server, Name: t.Name, Title: trust.StripInvisible(t.Tool.Title),
+		ID: t.ID, Server: t.Server, Name: callName(t), Title: trust.StripInvisible(t.Tool.Title),
 		Description: trust.StripInvisible(t.Tool.Description), InputSchema: visibleSchema(t.Tool.RawInputSchema), OutputSchema: visibleSchema(t.Tool.RawOutputSchema),
 		Flags: t.Trust.Flags,
 	}

@@ -108,10 +108,13 @@ func TestToolSearch(t *testing.T) {
 		wantError bool
 	}{
 		{name: "keywords", args: map[string]any{"query": "create issue"}, wantFirst: "issues::create_issue",
-			wantText: []string{"issues::create_issue", "repo: string (required)", `state: enum["open","closed"]`}},
+			wantText: []string{"issues::create_issue", "repo*: string", `state: enum["open","closed"]`}},
 		{name: "exact id", args: map[string]any{"query": "issues::list_pull_requests"}, wantFirst: "issues::list_pull_requests"},
 		{name: "typo", args: map[string]any{"query": "creat_isue"}, wantFirst: "issues::create_issue"},
-		{name: "core tools are not searched", args: map[string]any{"query": "read_file"}, wantText: []string{"No tool matches"}},
+		// A core tool is found, marked as listed already, without its
+		// definition; before, "read_file" found nothing.
+		{name: "core tools are found as listed", args: map[string]any{"query": "read_file"}, wantFirst: "files::read_file",
+			wantText: []string{"1. read_file — already listed: call it directly"}},
 		{name: "empty query browses", args: map[string]any{"query": ""}, wantText: []string{"- issues (3):", "create_issue"}},
 		{name: "no match lists the catalog", args: map[string]any{"query": "zzzqqq"}, wantText: []string{"No tool matches", "- alpha ("}},
 		{name: "partial match says so and lists the catalog", args: map[string]any{"query": "zzzqqq isues"}, wantFirst: "issues::create_issue",

@@ -432,7 +432,7 @@ func TestSearchAnswerGrammar(t *testing.T) {
 	for _, tc := range []struct {
 		hits int
 		want string
-	}{{1, `1 tool for "x" (of 3 not listed)`}, {2, `2 tools for "x" (of 3 not listed)`}} {
+	}{{1, `1 tool for "x" (3 not listed)`}, {2, `2 tools for "x" (3 not listed)`}} {
 		res := SearchResult{TotalDeferred: 3}
 		for i := range tc.hits {
 			res.Tools = append(res.Tools, SearchHit{ID: toolid.Join("s", string(rune('a'+i)))})

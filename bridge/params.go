@@ -12,7 +12,7 @@ import (
 type ParamSummary struct {
 	Name     string `json:"name"`
 	Type     string `json:"type"`
-	Required bool   `json:"required"`
+	Required bool   `json:"required,omitempty"`
 }
 
 // maxEnumInline is how many enum values a summary spells out.
@@ -21,9 +21,9 @@ const maxEnumInline = 8
 // summarizeParams lists a schema's top-level properties in the schema's
 // own order (the order the tool's author chose), with their types; enums
 // are written inline (`enum["a","b"]`), arrays as `array<item>`. A tool
-// without parameters gets an empty list, never nil: tool_search's output
-// schema says parameters is an array, and strict clients (the TypeScript
-// SDK) reject a result whose parameters is null.
+// without parameters gets an empty list, never nil (a hit leaves it out:
+// tool_search's output schema says parameters is an array, and strict
+// clients, the TypeScript SDK, reject a null one).
 func summarizeParams(schema json.RawMessage) []ParamSummary {
 	var s struct {
 		Properties json.RawMessage `json:"properties"`

@@ -46,6 +46,9 @@ func (g *Gateway) reveal(ctx context.Context, hits []SearchHit) {
 	}
 	changed := false
 	for _, h := range hits {
+		if h.AlreadyListed {
+			continue
+		}
 		if !have[h.ID] {
 			have[h.ID] = true
 			current = append(current, h.ID)

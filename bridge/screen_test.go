@@ -368,7 +368,7 @@ func TestSearchShowsAnnotationsAndFilters(t *testing.T) {
 	if got := hints(all); !mapsEqual(got, want) {
 		t.Fatalf("hits' annotations = %v, want %v", got, want)
 	}
-	if !strings.Contains(text, "repo::list_issues — List the issues of a repository\n   hints: read-only, closed-world\n") {
+	if !strings.Contains(text, "repo::list_issues — List the issues of a repository [read-only] (no parameters)\n") {
 		t.Errorf("text does not show the hints:\n%s", text)
 	}
 

@@ -144,7 +144,7 @@ type Config struct {
 	Servers map[string]Server `koanf:"mcpServers" json:"mcpServers"`
 	// serverOrder is the order the config file lists Servers in (see
 	// ServerNames).
-	serverOrder []string
+	serverOrder []string `json:"-"`
 
 	// Mode is on, auto or off (default auto). The booleans true/yes/1 and
 	// false/no/0 are accepted as on and off.

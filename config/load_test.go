@@ -109,7 +109,9 @@ func TestLoadFormats(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Load: %v", err)
 			}
-			if want := wantFull(); !reflect.DeepEqual(*got, want) {
+			want := wantFull()
+			want.serverOrder = []string{"github", "search"} // as each file lists them
+			if !reflect.DeepEqual(*got, want) {
 				t.Errorf("Load(%s):\n got %+v\nwant %+v", file, *got, want)
 			}
 		})
@@ -226,6 +228,7 @@ func TestLoadClaudeDesktop(t *testing.T) {
 	// Everything but the servers keeps its default.
 	d := Default()
 	got.Servers, d.Servers = nil, nil
+	got.serverOrder = nil
 	if !reflect.DeepEqual(*got, d) {
 		t.Errorf("non-server settings changed:\n got %+v\nwant %+v", *got, d)
 	}

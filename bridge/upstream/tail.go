@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"regexp"
 	"strings"
 	"sync"
 )
@@ -33,10 +34,26 @@ func (b *tailBuffer) String() string {
 	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " | ")), " ")
 }
 
-// firstLine returns the first non-empty line of s, cut to max runes.
+// firstLine returns what a server's instructions say it is for: their
+// first line with text, cut to max runes, as plain text. Instructions are
+// often markdown, and their first line a heading: the everything server's
+// is "# Everything Server – Server Instructions", which the catalog hint
+// showed as is. A heading loses its "#" marks and a trailing "Server
+// Instructions" (or "Instructions"); a heading that says nothing else
+// ("# Instructions", "## Overview") is skipped; emphasis and list marks go.
 func firstLine(s string, max int) string {
 	for line := range strings.Lines(s) {
 		line = strings.TrimSpace(line)
+		heading := strings.HasPrefix(line, "#")
+		line = strings.TrimSpace(strings.TrimLeft(line, "#"))
+		line = strings.TrimSpace(strings.TrimLeft(line, "-*+> "))
+		line = strings.NewReplacer("**", "", "__", "", "`", "").Replace(line)
+		if heading {
+			line = instructionsSuffix.ReplaceAllString(line, "")
+			if emptyHeading.MatchString(line) {
+				continue
+			}
+		}
 		if line == "" {
 			continue
 		}
@@ -47,3 +64,10 @@ func firstLine(s string, max int) string {
 	}
 	return ""
 }
+
+var (
+	// instructionsSuffix is a heading's "– Server Instructions" tail.
+	instructionsSuffix = regexp.MustCompile(`(?i)\s*[-–—:|]?\s*(?:server\s+|usage\s+)?instructions\s*$`)
+	// emptyHeading is a heading that names no purpose.
+	emptyHeading = regexp.MustCompile(`(?i)^(?:|server|overview|introduction|about|readme|usage|mcp server)$`)
+)

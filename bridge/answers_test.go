@@ -1,0 +1,127 @@
+package bridge
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolbridge/toolbridge/config/toolid"
+)
+
+// referenceBridge serves the 13 reference servers in bridge mode.
+func referenceBridge(t *testing.T) (*Gateway, *client.Client) {
+	t.Helper()
+	ups := map[string]*server.MCPServer{}
+	for _, s := range referenceServers(t) {
+		ups[s.name] = s.serve(0)
+	}
+	return startGateway(t, bridgeConfig(), ups)
+}
+
+// searchFor runs tool_search and decodes its structured answer.
+func searchFor(t *testing.T, c *client.Client, args map[string]any) (SearchResult, string) {
+	t.Helper()
+	res, text := callText(t, c, toolid.MetaSearch, args)
+	if res.IsError {
+		t.Fatalf("tool_search %v: %s", args, text)
+	}
+	var sr SearchResult
+	b, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(b, &sr); err != nil {
+		t.Fatal(err)
+	}
+	return sr, text
+}
+
+func hitIndex(sr SearchResult, id string) int {
+	return slices.IndexFunc(sr.Tools, func(h SearchHit) bool { return h.ID == id })
+}
+
+// TestSearchAnswersOnTheReferenceCatalog checks the issue's examples on
+// the reference servers; each failed before:
+//   - "remember that Alice works at Acme" ranked memory's delete_observations
+//     (destructive) above create_entities; a request that asks to remove
+//     ("forget a person") still gets the destructive tool first;
+//   - the core set listed filesystem's deprecated read_file and deferred
+//     read_text_file; a search that finds read_file says it is deprecated
+//     and what to use instead, and ranks it below;
+//   - "write a file" could not find write_file (listed already): it is a
+//     hit marked already_listed, and the hits far below it are weak;
+//   - answers say which ranking they have.
+func TestSearchAnswersOnTheReferenceCatalog(t *testing.T) {
+	_, c := referenceBridge(t)
+
+	sr, _ := searchFor(t, c, map[string]any{"query": "remember that Alice works at Acme"})
+	create, del := hitIndex(sr, "memory::create_entities"), hitIndex(sr, "memory::delete_observations")
+	if create < 0 || (del >= 0 && del < create) {
+		t.Errorf("create_entities at %d, delete_observations at %d: %v", create, del, ids(sr))
+	}
+	sr, _ = searchFor(t, c, map[string]any{"query": "forget a person"})
+	if len(sr.Tools) == 0 || sr.Tools[0].ID != "memory::delete_entities" {
+		t.Errorf("forget a person: %v, want memory::delete_entities first", ids(sr))
+	}
+
+	listed := toolNames(t, c)
+	if !slices.Contains(listed, "read_text_file") || slices.Contains(listed, "read_file") {
+		t.Errorf("tools/list = %v, want read_text_file listed and the deprecated read_file not", listed)
+	}
+	sr, text := searchFor(t, c, map[string]any{"query": "read_file", "limit": 10})
+	i := hitIndex(sr, "filesystem::read_file")
+	if i < 0 {
+		t.Fatalf("read_file not found: %v", ids(sr))
+	}
+	if h := sr.Tools[i]; !h.Deprecated || h.Instead != "filesystem::read_text_file" {
+		t.Errorf("read_file hit %+v, want deprecated, instead filesystem::read_text_file", h)
+	}
+	if !strings.Contains(text, "filesystem::read_file — ") || !strings.Contains(text, "DEPRECATED: use filesystem::read_text_file") {
+		t.Errorf("text does not say read_file is deprecated:\n%s", text)
+	}
+	sr, _ = searchFor(t, c, map[string]any{"query": "read a file", "limit": 10})
+	if rt, rf := hitIndex(sr, "filesystem::read_text_file"), hitIndex(sr, "filesystem::read_file"); rt < 0 || (rf >= 0 && rf < rt) {
+		t.Errorf("read a file: read_text_file at %d, deprecated read_file at %d: %v", rt, rf, ids(sr))
+	}
+
+	sr, text = searchFor(t, c, map[string]any{"query": "write a file"})
+	if len(sr.Tools) < 2 || sr.Tools[0].ID != "filesystem::write_file" || !sr.Tools[0].AlreadyListed || sr.Tools[0].Weak {
+		t.Fatalf("write a file: %+v, want write_file first, already listed", sr.Tools)
+	}
+	for _, h := range sr.Tools[1:] {
+		if !h.Weak {
+			t.Errorf("%s (%.2f against %.2f) is not marked weak", h.ID, h.Score, sr.Tools[0].Score)
+		}
+	}
+	if !strings.Contains(text, "1. write_file — already listed: call it directly\n2. (weak match) ") {
+		t.Errorf("text:\n%s", text)
+	}
+	if sr.Ranking != RankingLexical || sr.RankingNote != "" || strings.Contains(text, "Ranking:") {
+		t.Errorf("without embeddings: ranking %q, note %q", sr.Ranking, sr.RankingNote)
+	}
+}
+
+func ids(sr SearchResult) []string {
+	var out []string
+	for _, h := range sr.Tools {
+		out = append(out, h.ID)
+	}
+	return out
+}
+
+func TestAsksToChange(t *testing.T) {
+	for q, want := range map[string]bool{
+		"remember that Alice works at Acme": false,
+		"forget a person":                   true,
+		"Delete the old branch":             true,
+		"write a file":                      true,
+		"list my issues":                    false,
+		"sha256 hash of a string":           false,
+		"":                                  false,
+	} {
+		if got := asksToChange(q); got != want {
+			t.Errorf("asksToChange(%q) = %v, want %v", q, got, want)
+		}
+	}
+}
