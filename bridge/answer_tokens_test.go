@@ -2,7 +2,7 @@ package bridge
 
 import (
 	"encoding/json"
-		"fmt"
+	"fmt"
 	"os"
 	"testing"
 
