@@ -5,10 +5,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/toolbridge/toolbridge/bridge/search/semantic"
+	"github.com/toolbridge/toolbridge/config"
 	"github.com/toolbridge/toolbridge/config/toolid"
 )
 
@@ -123,5 +127,80 @@ func TestAsksToChange(t *testing.T) {
 		if got := asksToChange(q); got != want {
 			t.Errorf("asksToChange(%q) = %v, want %v", q, got, want)
 		}
+	}
+}
+
+// TestSearchAnswerNamesItsRanking: with search.embeddings set, an answer
+// the semantic rerank did not rank says so, and why: before, a failed
+// endpoint or a wrong model name left one WARN line and answers that
+// looked the same.
+func TestSearchAnswerNamesItsRanking(t *testing.T) {
+	answer := func(g *Gateway) (SearchResult, string) {
+		return searchFor(t, connectClient(t, g, mcp.ClientCapabilities{}), map[string]any{"query": "create an issue"})
+	}
+	f := newEmbeddingsFake(t)
+	g, _, _ := startSemantic(t, f, 5*time.Second)
+	sr, text := answer(g)
+	if sr.Ranking != RankingSemantic || sr.RankingNote != "" || strings.Contains(text, "Ranking:") {
+		t.Errorf("reranked: ranking %q, note %q\n%s", sr.Ranking, sr.RankingNote, text)
+	}
+	f.mode.Store("500")
+	sr, text = answer(g)
+	if sr.Ranking != RankingLexical || !strings.Contains(sr.RankingNote, "the embeddings endpoint failed (http status 500)") ||
+		!strings.Contains(text, "Ranking: lexical (the embeddings endpoint failed (http status 500)") {
+		t.Errorf("endpoint down: ranking %q, note %q\n%s", sr.Ranking, sr.RankingNote, text)
+	}
+
+	// The endpoint refuses from the start (a wrong model name): no tool
+	// is embedded, and every answer says why.
+	down := newEmbeddingsFake(t)
+	down.mode.Store("500")
+	g, _, _ = startSemantic(t, down, 5*time.Second)
+	sr, text = answer(g)
+	if sr.Ranking != RankingLexical || !strings.Contains(sr.RankingNote, "no tool is embedded: the embeddings endpoint failed (http status 500)") ||
+		!strings.Contains(text, "Ranking: lexical (") {
+		t.Errorf("never embedded: ranking %q, note %q\n%s", sr.Ranking, sr.RankingNote, text)
+	}
+	if len(sr.Tools) == 0 || sr.Tools[0].ID != "issues::create_issue" {
+		t.Errorf("the lexical ranking still answers: %v", ids(sr))
+	}
+}
+
+// TestRankingNotes covers what an answer says of each state of the
+// semantic rerank, the ones a fake endpoint cannot hold still included.
+func TestRankingNotes(t *testing.T) {
+	g, _, _ := startSemantic(t, newEmbeddingsFake(t), 5*time.Second)
+	for _, tc := range []struct {
+		oc            semantic.Outcome
+		ranking, note string
+	}{
+		{semantic.Outcome{Status: "reranked", Embedded: 7, Tools: 7}, RankingSemantic, ""},
+		{semantic.Outcome{Status: "reranked", Embedded: 3, Tools: 7}, RankingSemantic, "the semantic rerank has embedded 3 of 7 tools so far; the others rank lexically"},
+		{semantic.Outcome{Status: "lexical", Reason: "no tool embedded yet", Tools: 527}, RankingLexical, "the semantic rerank is still embedding the catalog (0 of 527 tools); this answer is the lexical ranking"},
+		{semantic.Outcome{Status: "fallback", Reason: "timeout"}, RankingLexical, "the embeddings endpoint failed (timeout); this answer is the lexical ranking"},
+		{semantic.Outcome{Status: "lexical", Reason: "empty query"}, RankingLexical, ""},
+		{semantic.Outcome{}, RankingLexical, ""},
+	} {
+		if r, n := g.ranking(tc.oc); r != tc.ranking || n != tc.note {
+			t.Errorf("ranking(%+v) = %q, %q; want %q, %q", tc.oc, r, n, tc.ranking, tc.note)
+		}
+	}
+}
+
+// TestDescribeShowsTheNameAndTheRealTool: a tool a tools: rule renamed is
+// described under its new name, with its canonical id; search hits name
+// both too.
+func TestDescribeShowsTheNameAndTheRealTool(t *testing.T) {
+	cfg := bridgeConfig()
+	cfg.Tools = []config.ToolRule{{Match: "issues::create_issue", Name: "open_ticket"}}
+	_, c := startBridge(t, cfg)
+	res, text := callText(t, c, toolid.MetaDescribe, map[string]any{"tool_name": "open_ticket"})
+	if res.IsError || !strings.Contains(text, `"id":"issues::create_issue","server":"issues","name":"open_ticket"`) {
+		t.Errorf("tool_describe open_ticket:\n%s", text)
+	}
+	sr, text := searchFor(t, c, map[string]any{"query": "create issue"})
+	if len(sr.Tools) == 0 || sr.Tools[0].ID != "issues::create_issue" || sr.Tools[0].Name != "open_ticket" ||
+		!strings.Contains(text, "1. issues::create_issue (or open_ticket) — ") {
+		t.Errorf("tool_search: %+v\n%s", sr.Tools, text)
 	}
 }

@@ -148,8 +148,10 @@ type SearchHit struct {
 	Name string `json:"name"`
 	// Description, Parameters and Annotations are left out of
 	// already_listed hits: the client has the tool's definition already.
+	// Other hits always have Parameters, [] for a tool without any
+	// (omitzero leaves out only nil).
 	Description string         `json:"description,omitempty"`
-	Parameters  []ParamSummary `json:"parameters,omitempty"`
+	Parameters  []ParamSummary `json:"parameters,omitzero"`
 	Score       float64        `json:"score"`
 	// AlreadyListed says the client lists the tool itself (a core tool in
 	// bridge mode): call it directly by Name, not through tool_call.
@@ -397,8 +399,9 @@ func (g *Gateway) search(ctx context.Context, cat *Catalog, query string, limit 
 			// A tool the client lists already: found, so that "write a
 			// file" does not look missing, but not defined twice. It
 			// costs a line, so it takes no place of the limit (at most
-			// limit of them come on top).
-			if listed == limit {
+			// limit of them come on top); a weak one tells the model
+			// nothing its tool list does not.
+			if listed == limit || hit.Weak {
 				continue
 			}
 			listed++

@@ -21,9 +21,9 @@ const maxEnumInline = 8
 // summarizeParams lists a schema's top-level properties in the schema's
 // own order (the order the tool's author chose), with their types; enums
 // are written inline (`enum["a","b"]`), arrays as `array<item>`. A tool
-// without parameters gets an empty list, never nil (a hit leaves it out:
-// tool_search's output schema says parameters is an array, and strict
-// clients, the TypeScript SDK, reject a null one).
+// without parameters gets an empty list, never nil: tool_search's output
+// schema says parameters is an array, and strict clients (the TypeScript
+// SDK) reject a result whose parameters is null.
 func summarizeParams(schema json.RawMessage) []ParamSummary {
 	var s struct {
 		Properties json.RawMessage `json:"properties"`

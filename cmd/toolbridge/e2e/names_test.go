@@ -105,20 +105,35 @@ func TestHostileNamesAndDescriptions(t *testing.T) {
 	g.close(t)
 
 	// The TypeScript SDK client holds the answer, flags and held count
-	// included, to tool_search's outputSchema.
+	// included, to tool_search's outputSchema, on both transports.
 	stateDir, _ := strings.CutPrefix(env[0], "TOOLBRIDGE_STATE_DIR=")
-	report, driverErr, err := testenv.NPM(t).RunTSSession(t.Context(), testenv.TSSession{
-		Session: testenv.SessionSearch, Transport: "stdio", Command: binary, Args: []string{"serve", "-c", cfg, "--mode", "on"},
-		Env:      map[string]string{"TOOLBRIDGE_STATE_DIR": stateDir},
-		Searches: []testenv.TSSearch{{Query: "create entities knowledge graph", Want: "memory::create_entities"}},
-	})
-	if err != nil {
-		t.Fatalf("%v\n--- driver stderr ---\n%s", err, driverErr)
-	}
-	for _, p := range report.Problems() {
-		t.Errorf("TypeScript SDK client: %s", p)
-	}
-	for _, st := range report.Steps {
-		t.Logf("TypeScript SDK client: %s: ok=%v %s", st.Name, st.OK, st.Detail)
+	for _, transport := range []string{"stdio", "http"} {
+		t.Run("TypeScript SDK over "+transport, func(t *testing.T) {
+			s := testenv.TSSession{
+				Session: testenv.SessionSearch, Transport: transport,
+				Searches: []testenv.TSSearch{{Query: "create entities knowledge graph", Want: "memory::create_entities"}},
+			}
+			var stderr *testenv.SyncBuffer
+			if transport == "stdio" {
+				s.Command, s.Args = binary, []string{"serve", "-c", cfg, "--mode", "on"}
+				s.Env = map[string]string{"TOOLBRIDGE_STATE_DIR": stateDir}
+			} else {
+				hg := startGateway(t, testEnv(t, env), testenv.FreePort(t), "serve", "-c", cfg, "--mode", "on")
+				s.URL, stderr = hg.url, hg.stderr
+			}
+			report, driverErr, err := testenv.NPM(t).RunTSSession(t.Context(), s)
+			if stderr != nil {
+				driverErr += "\n--- toolbridge stderr ---\n" + stderr.String()
+			}
+			if err != nil {
+				t.Fatalf("%v\n--- driver stderr ---\n%s", err, driverErr)
+			}
+			for _, p := range report.Problems() {
+				t.Errorf("TypeScript SDK client: %s", p)
+			}
+			for _, st := range report.Steps {
+				t.Logf("TypeScript SDK client: %s: ok=%v %s", st.Name, st.OK, st.Detail)
+			}
+		})
 	}
 }

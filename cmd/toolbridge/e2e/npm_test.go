@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/toolbridge/toolbridge/cmd/toolbridge/internal/testenv"
 )
 
@@ -100,9 +102,29 @@ func TestBridgeModeWithNPMReferenceServers(t *testing.T) {
 	if contains(names, "create_entities") {
 		t.Fatalf("a deferrable tool is listed in bridge mode: %v", names)
 	}
+	// The real filesystem server deprecates read_file for read_text_file:
+	// the core set lists the replacement. The catalog hint gives the
+	// everything server's purpose as plain text, not the markdown heading
+	// its instructions start with.
+	if !contains(names, "read_text_file") || contains(names, "read_file") {
+		t.Errorf("bridge mode lists %v; want read_text_file and not the deprecated read_file", names)
+	}
+	list, err := g.c.ListTools(t.Context(), mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range list.Tools {
+		if tool.Name == "tool_search" && (!strings.Contains(tool.Description, "- everything (") || strings.Contains(tool.Description, "# Everything")) {
+			t.Errorf("the catalog hint does not describe everything as plain text:\n%s", tool.Description)
+		}
+	}
+	res, text := g.call(t, "tool_search", map[string]any{"query": "read_file"})
+	if res.IsError || !strings.Contains(text, "DEPRECATED: use filesystem::read_text_file") {
+		t.Errorf("tool_search read_file does not say it is deprecated:\n%s", text)
+	}
 
 	// Search by keywords, as a model writes them.
-	res, text := g.call(t, "tool_search", map[string]any{"query": "create entities in knowledge graph"})
+	res, text = g.call(t, "tool_search", map[string]any{"query": "create entities in knowledge graph"})
 	if res.IsError || !strings.Contains(text, "memory::create_entities") {
 		t.Fatalf("tool_search: isError=%v\n%s", res.IsError, text)
 	}

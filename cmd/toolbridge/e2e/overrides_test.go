@@ -38,7 +38,7 @@ func TestToolOverrides(t *testing.T) {
 	c := copyCatalog(t)
 	env := stateEnv(t)
 	// First start pins every tool as the upstreams define it.
-	g := startStdio(t, env, "serve", "-c", driftConfig(t, c, "", "github", "gitlab", "memory"), "--mode", "on")
+	g := startStdio(t, env, "serve", "-c", driftConfig(t, c, "", "github", "gitlab", "memory", "filesystem"), "--mode", "on")
 	if !contains(g.toolNames(t), "tool_search") {
 		t.Fatalf("first start is not bridged: %v", g.toolNames(t))
 	}
@@ -49,7 +49,7 @@ func TestToolOverrides(t *testing.T) {
 	tool := c.tool(t, "memory", "create_entities")
 	tool["description"] = tool["description"].(string) + poison
 	c.write(t)
-	cfg := driftConfig(t, c, overridesYAML, "github", "gitlab", "memory")
+	cfg := driftConfig(t, c, overridesYAML, "github", "gitlab", "memory", "filesystem")
 	g = startStdio(t, env, "serve", "-c", cfg, "--mode", "on")
 
 	// The config errors only the servers' lists reveal are on stderr.
@@ -77,13 +77,15 @@ func TestToolOverrides(t *testing.T) {
 		t.Errorf("the quarantined, renamed tool = %v %q, want the quarantine message", res.IsError, text)
 	}
 	_, text = g.call(t, "tool_search", map[string]any{"query": "zorblax"})
-	if !strings.Contains(text, "github::create_issue") {
+	if !strings.Contains(text, "github::create_issue (or open_ticket) — ") {
 		t.Errorf("the keyword finds nothing:\n%s", text)
 	}
 	res, _ = g.call(t, "tool_describe", map[string]any{"tool_name": "open_ticket"})
 	doc, _ := json.Marshal(res.StructuredContent)
 	var described struct {
 		Tools []struct {
+			ID          string          `json:"id"`
+			Name        string          `json:"name"`
 			Description string          `json:"description"`
 			InputSchema json.RawMessage `json:"inputSchema"`
 			Annotations map[string]any  `json:"annotations"`
@@ -96,6 +98,10 @@ func TestToolOverrides(t *testing.T) {
 	if !strings.HasSuffix(d.Description, "Use it for bug reports from the team.") || strings.Contains(string(d.InputSchema), "owner") ||
 		!strings.Contains(string(d.InputSchema), `"required":["repo","title"]`) || d.Annotations["destructiveHint"] != true {
 		t.Errorf("tool_describe open_ticket = %s", doc)
+	}
+	// The name the model knows, and the real tool.
+	if d.Name != "open_ticket" || d.ID != "github::create_issue" {
+		t.Errorf("tool_describe open_ticket: name %q, id %q; want open_ticket and github::create_issue", d.Name, d.ID)
 	}
 	g.close(t)
 
@@ -111,27 +117,45 @@ func TestToolOverrides(t *testing.T) {
 		t.Errorf("config check --connect: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 
-	// The TypeScript SDK client, strict, over the same gateway.
+	// The TypeScript SDK client, strict, over the same gateway, on both
+	// transports: the overridden, renamed, already-listed, deprecated and
+	// refused answers all hold to the meta-tools' output schema.
 	stateDir, _ := strings.CutPrefix(env[0], "TOOLBRIDGE_STATE_DIR=")
-	report, driverErr, err := testenv.NPM(t).RunTSSession(t.Context(), testenv.TSSession{
-		Session: testenv.SessionCalls, Transport: "stdio", Command: binary, Args: []string{"serve", "-c", cfg, "--mode", "on"},
-		Env: map[string]string{"TOOLBRIDGE_STATE_DIR": stateDir},
-		Calls: []testenv.TSCall{
-			{Name: "tool_search", Args: map[string]any{"query": "zorblax"}, Want: "github::create_issue"},
-			{Name: "tool_describe", Args: map[string]any{"tool_name": "open_ticket"}, Want: "Use it for bug reports from the team."},
-			{Name: "tool_call", Args: map[string]any{"tool_name": "open_ticket", "tool_args": map[string]any{"repo": "r", "title": "Crash"}}, Want: `"owner":"acme"`},
-			{Name: "tool_call", Args: map[string]any{"tool_name": "open_ticket", "tool_args": map[string]any{"owner": "evil", "repo": "r", "title": "x"}}, Want: "owner is fixed", IsError: true},
-			{Name: "tool_call", Args: map[string]any{"tool_name": "remember", "tool_args": map[string]any{}}, Want: "is quarantined", IsError: true},
-			{Name: "tool_call", Args: map[string]any{"tool_name": "gitlab::create_issue", "tool_args": map[string]any{"project_id": "1", "title": "t"}}, Want: "called gitlab::create_issue"},
-		},
-	})
-	if err != nil {
-		t.Fatalf("%v\n--- driver stderr ---\n%s", err, driverErr)
+	calls := []testenv.TSCall{
+		{Name: "tool_search", Args: map[string]any{"query": "zorblax"}, Want: "open_ticket"},
+		{Name: "tool_search", Args: map[string]any{"query": "write a file"}, Want: "write_file — already listed: call it directly"},
+		{Name: "tool_search", Args: map[string]any{"query": "read_file"}, Want: "DEPRECATED: use filesystem::read_text_file"},
+		{Name: "tool_describe", Args: map[string]any{"tool_name": "open_ticket"}, Want: "Use it for bug reports from the team."},
+		{Name: "tool_describe", Args: map[string]any{"tool_name": "open_ticket"}, Want: `"id":"github::create_issue","server":"github","name":"open_ticket"`},
+		{Name: "tool_call", Args: map[string]any{"tool_name": "open_ticket", "tool_args": map[string]any{"repo": "r", "title": "Crash"}}, Want: `"owner":"acme"`},
+		{Name: "tool_call", Args: map[string]any{"tool_name": "open_ticket", "tool_args": map[string]any{"owner": "evil", "repo": "r", "title": "x"}}, Want: "owner is fixed", IsError: true},
+		{Name: "tool_call", Args: map[string]any{"tool_name": "remember", "tool_args": map[string]any{}}, Want: "is quarantined", IsError: true},
+		{Name: "tool_call", Args: map[string]any{"tool_name": "gitlab::create_issue", "tool_args": map[string]any{"project_id": "1", "title": "t"}}, Want: "called gitlab::create_issue"},
 	}
-	for _, p := range report.Problems() {
-		t.Errorf("TypeScript SDK client: %s", p)
-	}
-	for _, st := range report.Steps {
-		t.Logf("TypeScript SDK client: %s: ok=%v %s", st.Name, st.OK, st.Detail)
+	for _, transport := range []string{"stdio", "http"} {
+		t.Run("TypeScript SDK over "+transport, func(t *testing.T) {
+			s := testenv.TSSession{Session: testenv.SessionCalls, Transport: transport, Calls: calls}
+			var stderr *testenv.SyncBuffer
+			if transport == "stdio" {
+				s.Command, s.Args = binary, []string{"serve", "-c", cfg, "--mode", "on"}
+				s.Env = map[string]string{"TOOLBRIDGE_STATE_DIR": stateDir}
+			} else {
+				hg := startGateway(t, testEnv(t, env), testenv.FreePort(t), "serve", "-c", cfg, "--mode", "on")
+				s.URL, stderr = hg.url, hg.stderr
+			}
+			report, driverErr, err := testenv.NPM(t).RunTSSession(t.Context(), s)
+			if stderr != nil {
+				driverErr += "\n--- toolbridge stderr ---\n" + stderr.String()
+			}
+			if err != nil {
+				t.Fatalf("%v\n--- driver stderr ---\n%s", err, driverErr)
+			}
+			for _, p := range report.Problems() {
+				t.Errorf("TypeScript SDK client: %s", p)
+			}
+			for _, st := range report.Steps {
+				t.Logf("TypeScript SDK client: %s: ok=%v %s", st.Name, st.OK, st.Detail)
+			}
+		})
 	}
 }

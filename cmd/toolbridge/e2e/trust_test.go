@@ -281,7 +281,7 @@ func TestTrustCLIWithReferenceCatalog(t *testing.T) {
 		t.Errorf("trust list after forget:\n%s", out)
 	}
 	// The CLI's search takes tool_search's annotation filters.
-	if out := run(0, "search", "create directory tree", "--read-only"); !strings.Contains(out, "hints: read-only") || strings.Contains(out, "hints: destructive") || strings.Contains(out, "create_directory") || !strings.Contains(out, "read_only removed") {
+	if out := run(0, "search", "create directory tree", "--read-only"); !strings.Contains(out, "[read-only]") || strings.Contains(out, "[destructive]") || strings.Contains(out, "create_directory") || !strings.Contains(out, "read_only removed") {
 		t.Errorf("search --read-only:\n%s", out)
 	}
 	run(2, "trust", "approve")
