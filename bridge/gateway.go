@@ -241,11 +241,13 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 
 // instructions are the server instructions hosts load at start (Claude
 // Code, for one): they teach the model bridge mode, which it meets only
-// when tool_search is listed, in three lines.
+// when tool_search is listed, in three lines, and how to read a hit that
+// is already listed or weak.
 const instructions = "toolbridge: one MCP server in front of many. When tool_search is listed, most tools are not: " +
 	"find one with tool_search {\"query\": \"what you want to do\"}, read its parameters with tool_describe {\"tool_name\": \"<id>\"}, " +
 	"then run it with tool_call {\"tool_name\": \"<id>\", \"tool_args\": {...}}.\n" +
-	"On a miss, search again with other words (the task, not a guessed tool name), or with an empty query to list the catalog by server; never invent a tool id."
+	"On a miss, search again with other words (the task, not a guessed tool name), or with an empty query to list the catalog by server; never invent a tool id. " +
+	"A hit marked already listed is one of your tools: call it directly; a weak match is a poor fit."
 
 // searchIndexMaxHits caps what the gateway asks the index for: the
 // configured limit plus the visible tools it filters out.

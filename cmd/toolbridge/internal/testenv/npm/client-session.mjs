@@ -341,6 +341,13 @@ const sessions = {
       assert(sc.filtered_out > 0, `nothing filtered out: ${clip(sc)}`);
       return `${sc.tools.map((t) => t.id).join(", ")}; ${sc.filtered_out} filtered out`;
     }],
+    ["search: a listed core tool is a hit marked already_listed", async () => {
+      const sc = await search("write a file");
+      const hit = sc.tools.find((t) => t.id === "filesystem::write_file");
+      assert(hit && hit.already_listed === true && hit.name === "write_file" && hit.description === undefined && hit.parameters === undefined, clip(sc));
+      assert(sc.ranking === "lexical", `ranking: ${sc.ranking}`);
+      return `${hit.id} already_listed, ranking ${sc.ranking}`;
+    }],
     ["describe: a batch", () => describeBatch(["math::convert_units", "notes::list_tags", "json::json_validate"])],
     ["describe: openai format", async () => {
       const sc = (await describe({ tool_name: "math::convert_units", format: "openai" })).structuredContent;
@@ -414,8 +421,9 @@ const sessions = {
     }],
     ["describe: a batch", () => describeBatch(["filesystem::read_text_file", "memory::create_entities", "everything::get-structured-content", "everything::get-env"])],
     ["call: a listed core tool directly", async () => {
-      // read_file is core, so listed; the SDK holds its answer to its outputSchema.
-      const res = await call("read_file", { path: spec.note });
+      // read_text_file is core (in place of read_file, which its server
+      // deprecates), so listed; the SDK holds its answer to its outputSchema.
+      const res = await call("read_text_file", { path: spec.note });
       assert(!res.isError && textOf(res).includes(spec.noteText), clip(res));
     }],
     ["call: valid arguments", () => callThrough("filesystem::read_text_file", { path: spec.note }, spec.noteText)],
