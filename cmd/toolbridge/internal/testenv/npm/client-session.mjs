@@ -341,13 +341,6 @@ const sessions = {
       assert(sc.filtered_out > 0, `nothing filtered out: ${clip(sc)}`);
       return `${sc.tools.map((t) => t.id).join(", ")}; ${sc.filtered_out} filtered out`;
     }],
-    ["search: a listed core tool is a hit marked already_listed", async () => {
-      const sc = await search("write a file");
-      const hit = sc.tools.find((t) => t.id === "filesystem::write_file");
-      assert(hit && hit.already_listed === true && hit.name === "write_file" && hit.description === undefined && hit.parameters === undefined, clip(sc));
-      assert(sc.ranking === "lexical", `ranking: ${sc.ranking}`);
-      return `${hit.id} already_listed, ranking ${sc.ranking}`;
-    }],
     ["describe: a batch", () => describeBatch(["math::convert_units", "notes::list_tags", "json::json_validate"])],
     ["describe: openai format", async () => {
       const sc = (await describe({ tool_name: "math::convert_units", format: "openai" })).structuredContent;
@@ -418,6 +411,13 @@ const sessions = {
       const sc = await search("read a file");
       assert(sc.tools.length > 0, clip(sc));
       return sc.tools.map((t) => t.id).join(", ");
+    }],
+    ["search: a listed core tool is a hit marked already_listed", async () => {
+      const sc = await search("write a file");
+      const hit = sc.tools.find((t) => t.id === "filesystem::write_file");
+      assert(hit && hit.already_listed === true && hit.name === "write_file" && hit.description === undefined && hit.parameters === undefined, clip(sc));
+      assert(sc.ranking === "lexical", `ranking: ${sc.ranking}`);
+      return `${hit.id} already_listed, ranking ${sc.ranking}`;
     }],
     ["describe: a batch", () => describeBatch(["filesystem::read_text_file", "memory::create_entities", "everything::get-structured-content", "everything::get-env"])],
     ["call: a listed core tool directly", async () => {
