@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -131,5 +132,98 @@ func TestSharedCoreNamesFollowTheDocumentedRule(t *testing.T) {
 	}
 	if !strings.Contains(text, "zeta-files__write_file — already listed: call it directly") || strings.Contains(text, "write file on zeta-files") {
 		t.Errorf("text:\n%s", text)
+	}
+}
+
+// TestSharedCoreNamesAtTheIssuesScale is the issue's try in the same
+// shape: 527 tools on 40 servers, several of which share core names
+// (fetch on biomcp and fetch, read_file and write_file on three file
+// servers, web_search on two, bash on two), listed in a config order
+// unlike their name order. Each shared core name is listed once, from the
+// server the documented rule names, and tool_search finds the listed
+// copies marked already_listed.
+func TestSharedCoreNamesAtTheIssuesScale(t *testing.T) {
+	shared := map[string][]string{
+		"biomcp":            {"fetch", "search_articles", "get_gene"},
+		"mcp-server-fetch":  {"fetch"},
+		"desktop-commander": {"read_file", "write_file", "execute_command", "bash"},
+		"filesystem":        {"read_file", "write_file", "list_directory", "move_file"},
+		"afs":               {"read_file", "write_file"},
+		"brave":             {"web_search"},
+		"web-search":        {"web_search"},
+		"shell":             {"bash"},
+	}
+	// The config lists them so that neither name order nor map order
+	// gives the rule's answer.
+	order := []string{"desktop-commander", "biomcp", "brave", "web-search", "afs", "filesystem", "mcp-server-fetch", "shell"}
+	total := 0
+	for _, tools := range shared {
+		total += len(tools)
+	}
+	ups := map[string]*server.MCPServer{}
+	for name, tools := range shared {
+		ups[name] = namedServer(name, tools...)
+	}
+	for i := 0; total < 527; i++ {
+		name := fmt.Sprintf("svc%02d", i)
+		var tools []string
+		for j := 0; j < 16 && total < 527; j++ {
+			tools = append(tools, fmt.Sprintf("%s_op%02d", name, j))
+			total++
+		}
+		ups[name] = namedServer(name, tools...)
+		order = append(order, name)
+	}
+	if len(ups) != 40 {
+		t.Fatalf("%d servers, want 40", len(ups))
+	}
+	cfg := bridgeConfig()
+	cfg.Servers = map[string]config.Server{}
+	for _, n := range order {
+		cfg.Servers[n] = config.Server{Command: "unused"}
+	}
+	cfg.SetServerOrder(order)
+	g, c := startGateway(t, cfg, ups)
+	cat := g.Catalog()
+	if len(cat.Tools) != 527 {
+		t.Fatalf("%d tools, want 527", len(cat.Tools))
+	}
+	want := map[string]string{
+		"fetch":           "mcp-server-fetch",  // named like the tool, listed 7th
+		"web_search":      "web-search",        // named like it, after brave
+		"bash":            "desktop-commander", // shell is not named like it: the first in the file
+		"read_file":       "desktop-commander", // first in the file, not afs (first by name)
+		"write_file":      "desktop-commander",
+		"execute_command": "desktop-commander", // one copy only
+		"list_directory":  "filesystem",
+		"move_file":       "filesystem",
+	}
+	got := map[string][]string{}
+	for _, tl := range cat.Visible {
+		got[tl.Name] = append(got[tl.Name], tl.Server)
+	}
+	for name, server := range want {
+		if !slices.Equal(got[name], []string{server}) {
+			t.Errorf("%s is listed from %v, want [%s]", name, got[name], server)
+		}
+	}
+	if len(cat.Visible) != len(want) {
+		t.Errorf("%d tools listed, want %d: %v", len(cat.Visible), len(want), got)
+	}
+	for _, q := range []struct{ query, id string }{
+		{"write a file", "desktop-commander::write_file"},
+		{"fetch", "mcp-server-fetch::fetch"},
+		{"web search", "web-search::web_search"},
+	} {
+		sr, _ := searchFor(t, c, map[string]any{"query": q.query, "limit": 10})
+		i := hitIndex(sr, q.id)
+		if i < 0 || !sr.Tools[i].AlreadyListed {
+			t.Errorf("%q: %s is not an already_listed hit: %+v", q.query, q.id, sr.Tools)
+		}
+		for _, h := range sr.Tools {
+			if h.AlreadyListed != !slices.ContainsFunc(cat.Deferred, func(d *Tool) bool { return d.ID == h.ID }) {
+				t.Errorf("%q: %s already_listed = %v", q.query, h.ID, h.AlreadyListed)
+			}
+		}
 	}
 }
