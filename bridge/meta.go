@@ -513,9 +513,9 @@ func browse(cat *Catalog, perServer int, filter searchFilter) []CatalogServer {
 }
 
 // searchResult renders tool_search's answer. Hosts pass one part of it to
-// the model: Claude Code, VS Code, Codex and opencode the
-// structuredContent (serialised), Claude.ai, ChatGPT and others the text
-// (docs/search.md). The structuredContent is the complete answer, as the
+// the model: Claude Code and opencode the structuredContent (serialised),
+// Claude.ai, ChatGPT and others the text (docs/search.md names the
+// sources). The structuredContent is the complete answer, as the
 // output schema defines it; the text block is its compact rendering (one
 // line a hit, descriptions cut shorter, required parameters starred, only
 // the hints that decide a choice), not the JSON again.
