@@ -15,9 +15,11 @@
 // tool rule > core set > explicit server defer (never, always, unmarked) >
 // the tool's own marker (_meta "io.toolbridge/deferrable", defer_loading) >
 // the implicit MCP-origin marker of a server with defer auto > the
-// deferrable name prefix > unknown. ClassifyAll adds one rule across a
-// catalog: a core_tools name that several servers have is core on the
-// first of them by name only, so the listed set does not grow with them.
+// deferrable name prefix > unknown. ClassifyAll adds two rules across a
+// catalog: a deprecated core tool gives its place to the replacement it
+// names, and a core_tools name that several servers have is core on one
+// of them only (the server named like the tool, else the first in the
+// config file), so the listed set does not grow with them.
 //
 // # Tokens
 //
