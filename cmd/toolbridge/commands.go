@@ -86,7 +86,7 @@ func metaCall(ctx context.Context, s *session, io stdio, name, tool string, args
 var forTerminal = strings.NewReplacer(
 	`Find tools with tool_search {"query": "<what you want to do>"}.`, `Find tools with: toolbridge search "<what you want to do>"`,
 	`Or search with tool_search.`, `Or find tools with: toolbridge search "<what you want to do>"`,
-	`Run one with tool_call {"tool_name": "<id>", "tool_args": {...}}.`, `Run one with: toolbridge call <id> '{...}'`,
+	`Run with tool_call {"tool_name":"<id>","tool_args":{…}};`, `Run one with: toolbridge call <id> '{...}';`,
 )
 
 // semanticWait bounds how long search waits for the semantic rerank to

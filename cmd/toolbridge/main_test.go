@@ -29,7 +29,7 @@ func TestDemoScript(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("demo --script exited %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
-	for _, want := range []string{"tool_search", "math::convert_units", "212", "Did you mean", "params: none", allStepsWorked} {
+	for _, want := range []string{"tool_search", "math::convert_units", "212", "Did you mean", "(no parameters)", allStepsWorked} {
 		if !strings.Contains(out, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)
 		}

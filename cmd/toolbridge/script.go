@@ -29,7 +29,7 @@ type scriptStep struct {
 // does in bridge mode, including the mistakes models make.
 var demoScript = []scriptStep{
 	{"Find a tool by what it does", "tool_search", `{"query":"convert temperature units"}`, "math::convert_units", false},
-	{"A tool without parameters is found too", "tool_search", `{"query":"list tags"}`, "params: none", false},
+	{"A tool without parameters is found too", "tool_search", `{"query":"list tags"}`, "(no parameters)", false},
 	{"Read its full schema", "tool_describe", `{"tool_name":"math::convert_units"}`, `"inputSchema"`, false},
 	{"Call it through tool_call", "tool_call", `{"tool_name":"math::convert_units","tool_args":{"value":100,"from":"celsius","to":"fahrenheit"}}`, "212", false},
 	{"A wrong unit: the model gets the schema violation, not a crash", "tool_call", `{"tool_name":"math::convert_units","tool_args":{"value":100,"from":"celsius","to":"parsecs"}}`, "at /to", true},
