@@ -429,10 +429,21 @@ func TestSemanticRerankWrongKey(t *testing.T) {
 	if res.IsError || !slices.Contains(hitIDs(t, res), want) {
 		t.Fatalf("tool_search %q with the key refused: isError=%v %s; want %s from the lexical ranking", query, res.IsError, text, want)
 	}
+	// The answer says it is the lexical ranking, and why: before, only
+	// the log did.
+	var sr struct {
+		Ranking     string `json:"ranking"`
+		RankingNote string `json:"ranking_note"`
+	}
+	raw, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(raw, &sr); err != nil || sr.Ranking != "lexical" || !strings.Contains(sr.RankingNote, "http status 401") ||
+		!strings.Contains(text, "Ranking: lexical (") {
+		t.Errorf("the answer does not say it ranked lexically and why: %s\n%s", raw, text)
+	}
 	if n := emb.Requests(200); n != 0 {
 		t.Errorf("the endpoint embedded %d requests with a wrong key", n)
 	}
-	raw, _ := json.Marshal(res)
+	raw, _ = json.Marshal(res)
 	for name, out := range map[string]string{"toolbridge stderr": g.stderr.String(), "the tool_search answer": string(raw)} {
 		if strings.Contains(out, key) {
 			t.Errorf("the API key shows in %s", name)
