@@ -115,7 +115,12 @@ func TestInspectorCLI(t *testing.T) {
 	if err := os.WriteFile(note, []byte("read through Inspector"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	toolbridge := []string{"serve", "-c", ref.config, "--mode", "on"}
+	// Inspector lists once and gives up: the first tools/list must wait
+	// for the npm servers however long node takes to start them on a
+	// loaded machine (once at load ~20 the 5 s default answered an empty
+	// list). On an idle machine they are up in about 2 s, so it waits no
+	// longer there.
+	toolbridge := []string{"serve", "-c", ref.config, "--mode", "on", "--startup-wait", "3m"}
 	call := func(tool string, args ...string) (string, map[string]any) {
 		t.Helper()
 		argv := []string{"--method", "tools/call", "--tool-name", tool}
