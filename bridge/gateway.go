@@ -23,6 +23,7 @@ import (
 	"github.com/toolbridge/toolbridge/bridge/access"
 	"github.com/toolbridge/toolbridge/bridge/search"
 	"github.com/toolbridge/toolbridge/bridge/search/semantic"
+	"github.com/toolbridge/toolbridge/bridge/state"
 	"github.com/toolbridge/toolbridge/bridge/ui"
 	"github.com/toolbridge/toolbridge/bridge/upstream"
 	"github.com/toolbridge/toolbridge/config"
@@ -52,6 +53,10 @@ type Options struct {
 	// called at each scrape (with a deadline) and nil means Redis answers.
 	// Unset (no redis.url), the metric is absent.
 	RedisHealth func(context.Context) error
+	// State is the Redis shared by the replicas (redis.url), opened and
+	// closed by the caller; nil keeps every state in this process. With
+	// it, HTTP sessions are accepted by every replica (sessions_shared.go).
+	State *state.Store
 }
 
 // Gateway serves the upstreams' tools, prompts and resources as one MCP
@@ -95,6 +100,10 @@ type Gateway struct {
 	semantic   *semantic.Ranker
 	validators *validators
 	revealed   *revealed
+	// shared is the session table the replicas share; nil without
+	// Options.State.
+	shared *sharedSessions
+	subs   *subscriptions
 	// hitSummaries caches what tool_search shows of each hit.
 	hitSummaries *hitSummaries
 
@@ -188,13 +197,20 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	hooks.AddBeforeCallTool(g.noteRequestID)
 	hooks.AddBeforeCallTool(g.routeDeferred)
 	newRequestSpans(g).install(hooks)
-	subs := newSubscriptions(g)
-	hooks.AddAfterSubscribe(subs.subscribed)
-	hooks.AddAfterUnsubscribe(subs.unsubscribed)
+	g.subs = newSubscriptions(g)
+	hooks.AddAfterSubscribe(g.subs.subscribed)
+	hooks.AddAfterUnsubscribe(g.subs.unsubscribed)
 	hooks.AddAfterInitialize(declareToolsListChanged)
 	hooks.AddOnRegisterSession(g.registerCaller)
 	hooks.AddOnUnregisterSession(g.callers.unregister)
 	hooks.AddBeforeReadResource(g.routeRead)
+	if opts.State != nil {
+		g.shared = newSharedSessions(opts.State.Sessions(cfg.Serve.SessionIdleTimeout, cfg.Serve.MaxSessions), cfg.Serve.SessionIdleTimeout, logger)
+		hooks.AddAfterInitialize(g.shareInitialize)
+		hooks.AddAfterSetLevel(g.shareLevel)
+		hooks.AddOnRegisterSession(g.sessionRegistered)
+		hooks.AddOnUnregisterSession(g.sessionUnregistered)
+	}
 	hooks.AddAfterListResources(g.filterResources)
 	hooks.AddAfterListResourceTemplates(g.filterTemplates)
 	hooks.AddOnUnregisterSession(func(ctx context.Context, s server.ClientSession) { g.revealed.forget(s.SessionID()) })

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"encoding/json"
 	"sort"
 	"sync"
 	"time"
@@ -38,8 +39,17 @@ func (g *Gateway) reveal(ctx context.Context, hits []SearchHit) {
 	id := session.SessionID()
 	limit := max(1, g.settings().cfg.Search.RevealLimit)
 
+	// With redis.url, a session's reveal set is in the shared table, so
+	// that the replica serving its next tools/list lists the same tools.
+	shared := sessionStateFrom(ctx)
+	if shared != nil && shared.id != id {
+		shared = nil
+	}
 	g.revealed.mu.Lock()
 	current := g.revealed.sessions[id]
+	if shared != nil {
+		current = shared.list(fieldReveal)
+	}
 	have := make(map[string]bool, len(current))
 	for _, n := range current {
 		have[n] = true
@@ -58,8 +68,14 @@ func (g *Gateway) reveal(ctx context.Context, hits []SearchHit) {
 	if over := len(current) - limit; over > 0 {
 		current = append([]string(nil), current[over:]...)
 	}
-	g.revealed.sessions[id] = current
+	if shared == nil {
+		g.revealed.sessions[id] = current
+	}
 	g.revealed.mu.Unlock()
+	if shared != nil && changed {
+		b, _ := json.Marshal(current)
+		g.setShared(ctx, id, map[string]string{fieldReveal: string(b)})
+	}
 
 	if changed {
 		g.notifyListChanged(ctx, id)
@@ -114,9 +130,14 @@ func (g *Gateway) addRevealed(ctx context.Context, tools []mcp.Tool) []mcp.Tool 
 	if session == nil {
 		return tools
 	}
-	g.revealed.mu.Lock()
-	ids := g.revealed.sessions[session.SessionID()]
-	g.revealed.mu.Unlock()
+	var ids []string
+	if st := sessionStateFrom(ctx); st != nil && st.id == session.SessionID() {
+		ids = st.list(fieldReveal)
+	} else {
+		g.revealed.mu.Lock()
+		ids = g.revealed.sessions[session.SessionID()]
+		g.revealed.mu.Unlock()
+	}
 	if len(ids) == 0 {
 		return tools
 	}

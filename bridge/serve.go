@@ -211,17 +211,26 @@ func (g *Gateway) writeReadyz(ctx context.Context, w http.ResponseWriter, probe 
 func (g *Gateway) httpHandler() (http.Handler, func(context.Context)) {
 	g.transport.Store(config.ServeHTTP)
 	serve := g.settings().cfg.Serve
-	sessions := newSessionTable(serve.SessionIdleTimeout, serve.MaxSessions, nil)
-	mcpHandler := server.NewStreamableHTTPServer(g.srv, server.WithEndpointPath("/mcp"),
-		server.WithSessionIdManagerResolver(sessionResolver{table: sessions}),
+	var sessions sessionStore
+	opts := []server.StreamableHTTPOption{server.WithEndpointPath("/mcp"),
 		server.WithStreamableHTTPLogger(transportLogger(g.logger)),
 		// guardHTTP checks the Host header on every route, /mcp included,
 		// and honours serve.allowed_hosts. mcp-go's own check knows no
 		// allowed names: behind a load balancer on the same machine
 		// (replicas on 127.0.0.1, the clients' Host passed through) it
 		// refused every session.
-		server.WithDisableLocalhostProtection(true))
-	sessions.forget = endSession(mcpHandler)
+		server.WithDisableLocalhostProtection(true)}
+	if g.shared != nil {
+		sessions = g.shared
+		opts = append(opts, server.WithHTTPContextFunc(g.applySessionState))
+	} else {
+		sessions = newSessionTable(serve.SessionIdleTimeout, serve.MaxSessions, nil)
+	}
+	mcpHandler := server.NewStreamableHTTPServer(g.srv, append(opts, server.WithSessionIdManagerResolver(sessionResolver{table: sessions}))...)
+	g.startSharedSessions(mcpHandler)
+	if t, ok := sessions.(*sessionTable); ok {
+		t.forget = endSession(mcpHandler)
+	}
 	mux := http.NewServeMux()
 	protect := g.protectResource(mux)
 	mux.Handle("/mcp", g.countRequests(protect(guardSessions(sessions, mcpHandler))))

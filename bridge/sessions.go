@@ -30,6 +30,10 @@ import (
 // (serve.max_sessions) and idle sessions expire
 // (serve.session_idle_timeout); a forged id is never stored, so it costs
 // nothing.
+//
+// With redis.url set, the table is the one every replica shares
+// (sharedSessions, in sessions_shared.go); sessionStore is what the guard
+// and mcp-go's id manager need of either.
 
 // sessionIDHeader is the streamable HTTP session header.
 const sessionIDHeader = "Mcp-Session-Id"
@@ -95,6 +99,9 @@ func (t *sessionTable) issue(principal string, res *reservation) string {
 type reservation struct {
 	t    *sessionTable
 	used bool // the session was issued into it; guarded by t.mu
+	// id is the session the shared table already created for the
+	// initialize; Generate hands it to mcp-go.
+	id string
 }
 
 // reserve holds a place for one more session: it drops the expired
@@ -208,6 +215,45 @@ func (t *sessionTable) len() int {
 	return len(t.byID)
 }
 
+// sessionStore is where the HTTP sessions live: the process's own table
+// (sessionTable, the default) or the table the replicas share in Redis
+// (sharedSessions). Errors are errNoSession, errTooManySessions, or one
+// wrapping state.ErrUnavailable.
+type sessionStore interface {
+	// open holds a place for an initialize request of principal, passed
+	// to issue; release gives back a place issue did not use.
+	open(ctx context.Context, principal string) (res *reservation, release func(), err error)
+	// issue is mcp-go's Generate: the id of a new session of principal.
+	issue(principal string, res *reservation) string
+	// enter checks that id is a live session of principal and marks a
+	// request running on it until release; st is what the store keeps for
+	// the session (nil for the process's own table).
+	enter(ctx context.Context, id, principal string) (st *sessionState, release func(), err error)
+	// valid is mcp-go's Validate.
+	valid(id, principal string) bool
+	// end ends a session (DELETE).
+	end(id string)
+}
+
+// errTooManySessions refuses an initialize when serve.max_sessions are held
+// and every one has a request running.
+var errTooManySessions = errors.New("too many sessions with requests running (serve.max_sessions); retry later")
+
+func (t *sessionTable) open(context.Context, string) (*reservation, func(), error) {
+	res, release, ok := t.reserve()
+	if !ok {
+		return nil, nil, errTooManySessions
+	}
+	return res, release, nil
+}
+
+func (t *sessionTable) enter(_ context.Context, id, principal string) (*sessionState, func(), error) {
+	release, err := t.acquire(id, principal)
+	return nil, release, err
+}
+
+func (t *sessionTable) end(id string) { t.terminate(id) }
+
 // principalKey carries, in a request's context, who the request's
 // credential proves the caller to be.
 type principalKey struct{}
@@ -247,7 +293,7 @@ func principalOf(r *http.Request) string {
 // sessionResolver gives mcp-go a session id manager bound to the request's
 // principal: the sessions it issues belong to that principal, and it
 // accepts only theirs.
-type sessionResolver struct{ table *sessionTable }
+type sessionResolver struct{ table sessionStore }
 
 // ResolveSessionIdManager implements server.SessionIdManagerResolver. r is
 // nil when mcp-go ends sessions by itself (CloseSessions).
@@ -255,6 +301,8 @@ func (s sessionResolver) ResolveSessionIdManager(r *http.Request) server.Session
 	b := boundSessions{table: s.table, principal: principalOf(r)}
 	if r != nil {
 		b.res, _ = r.Context().Value(reservationKey{}).(*reservation)
+		b.entered = sessionStateFrom(r.Context())
+		b.localOnly = r.Context().Value(localOnlyKey{}) != nil
 	}
 	return b
 }
@@ -265,9 +313,15 @@ type reservationKey struct{}
 
 // boundSessions is the sessions of one principal.
 type boundSessions struct {
-	table     *sessionTable
+	table     sessionStore
 	principal string
 	res       *reservation // the place the guard reserved for this initialize, if any
+	// entered is the session the guard checked for this request, which
+	// Validate need not ask the store about again.
+	entered *sessionState
+	// localOnly: the request only clears what this process keeps for a
+	// session (see endLocally); the session itself is not ended.
+	localOnly bool
 }
 
 // Generate implements server.SessionIdManager.
@@ -275,6 +329,9 @@ func (b boundSessions) Generate() string { return b.table.issue(b.principal, b.r
 
 // Validate implements server.SessionIdManager.
 func (b boundSessions) Validate(id string) (bool, error) {
+	if b.entered != nil && b.entered.id == id {
+		return false, nil
+	}
 	if !b.table.valid(id, b.principal) {
 		return false, errNoSession
 	}
@@ -283,7 +340,9 @@ func (b boundSessions) Validate(id string) (bool, error) {
 
 // Terminate implements server.SessionIdManager.
 func (b boundSessions) Terminate(id string) (bool, error) {
-	b.table.terminate(id)
+	if !b.localOnly {
+		b.table.end(id)
+	}
 	return false, nil
 }
 
@@ -292,9 +351,10 @@ func (b boundSessions) Terminate(id string) (bool, error) {
 // GET and DELETE name a session, and that a POST is one JSON-RPC message
 // with a valid id. Requests on a session are counted, so that a session
 // with a request or stream running never expires.
-func guardSessions(table *sessionTable, next http.Handler) http.Handler {
+func guardSessions(table sessionStore, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get(sessionIDHeader)
+		var body []byte
 		switch r.Method {
 		case http.MethodGet, http.MethodDelete:
 			if id == "" {
@@ -302,8 +362,8 @@ func guardSessions(table *sessionTable, next http.Handler) http.Handler {
 				return
 			}
 		case http.MethodPost:
-			body, ok := readMessage(w, r)
-			if !ok {
+			var ok bool
+			if body, ok = readMessage(w, r); !ok {
 				return
 			}
 			if id == "" && !isInitialize(body) && !isModern(r.Header, body) {
@@ -314,10 +374,16 @@ func guardSessions(table *sessionTable, next http.Handler) http.Handler {
 					"toolbridge: this request needs an "+sessionIDHeader+" header: send initialize first and use the session id it returns")
 				return
 			}
+			if id != "" && isModern(r.Header, body) {
+				// 2026-07-28 has no sessions: mcp-go ignores the header,
+				// so the request needs no session table (and works while
+				// Redis is down).
+				id = ""
+			}
 			if id == "" && isInitialize(body) {
-				res, release, ok := table.reserve()
-				if !ok {
-					http.Error(w, "toolbridge: too many sessions with requests running (serve.max_sessions); retry later", http.StatusServiceUnavailable)
+				res, release, err := table.open(r.Context(), principalOf(r))
+				if err != nil {
+					refuseSession(w, body, err)
 					return
 				}
 				defer release()
@@ -325,13 +391,15 @@ func guardSessions(table *sessionTable, next http.Handler) http.Handler {
 			}
 		}
 		if id != "" {
-			release, err := table.acquire(id, principalOf(r))
+			st, release, err := table.enter(r.Context(), id, principalOf(r))
 			if err != nil {
-				// 404 tells the client to initialize a new session.
-				http.Error(w, "toolbridge: "+err.Error()+": initialize a new session", http.StatusNotFound)
+				refuseSession(w, body, err)
 				return
 			}
 			defer release()
+			if st != nil {
+				r = r.WithContext(withSessionState(r.Context(), st))
+			}
 		}
 		next.ServeHTTP(w, r)
 	})

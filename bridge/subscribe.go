@@ -27,12 +27,19 @@ func (s *subscriptions) subscribed(ctx context.Context, id any, req *mcp.Subscri
 	if u := s.g.resourceOwner(req.Params.URI); u != nil && s.g.serverHidden(ctx, u.Name()) {
 		return // not the caller's: nothing is forwarded for them
 	}
+	s.g.shareSubscription(ctx, req.Params.URI, true)
+	s.add(ctx, req.Params.URI)
+}
+
+// add counts one more client subscribed to uri, and subscribes upstream
+// for the first.
+func (s *subscriptions) add(_ context.Context, uri string) {
 	s.mu.Lock()
-	s.count[req.Params.URI]++
-	first := s.count[req.Params.URI] == 1
+	s.count[uri]++
+	first := s.count[uri] == 1
 	s.mu.Unlock()
 	if first {
-		s.forward(req.Params.URI, string(mcp.MethodResourcesSubscribe))
+		s.forward(uri, string(mcp.MethodResourcesSubscribe))
 	}
 }
 
@@ -40,6 +47,7 @@ func (s *subscriptions) unsubscribed(ctx context.Context, id any, req *mcp.Unsub
 	if u := s.g.resourceOwner(req.Params.URI); u != nil && s.g.serverHidden(ctx, u.Name()) {
 		return
 	}
+	s.g.shareSubscription(ctx, req.Params.URI, false)
 	s.mu.Lock()
 	n := s.count[req.Params.URI]
 	if n <= 0 {

@@ -6,10 +6,12 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/toolbridge/toolbridge/bridge"
+	"github.com/toolbridge/toolbridge/bridge/state"
 	"github.com/toolbridge/toolbridge/bridge/upstream"
 	"github.com/toolbridge/toolbridge/config"
 )
@@ -43,6 +45,10 @@ reloads it whenever its file changes.`,
 	}
 	return cmd
 }
+
+// redisPingEvery is how often serve checks that Redis answers while it
+// does (every second while it does not; see state.Store.Watch).
+const redisPingEvery = 10 * time.Second
 
 // serve serves clients until ctx ends or, on stdio, the client closes
 // stdin, and connects to specs meanwhile: a client is answered at once,
@@ -80,7 +86,29 @@ func serve(ctx context.Context, cfg *config.Config, specs []upstream.Spec, logge
 			return fmt.Errorf("listening for metrics on %s (telemetry.metrics_listen): %w", cfg.Telemetry.MetricsListen, err)
 		}
 	}
-	g, err := bridge.New(cfg, bridge.Options{Environ: environ, Progress: io.err, StartSummary: true, Logger: logger})
+	var shared *state.Store
+	if cfg.Redis.Enabled() {
+		// A Redis that does not answer yet is no reason not to start: what
+		// needs no shared state is served, and the store recovers by itself.
+		var err error
+		if shared, err = state.Open(ctx, cfg.Redis, cfg.ShowFullURLs, logger); err != nil {
+			for _, l := range []net.Listener{ln, uiLn, metricsLn} {
+				if l != nil {
+					_ = l.Close()
+				}
+			}
+			return err
+		}
+		defer shared.Close()
+		watchCtx, stopWatching := context.WithCancel(ctx)
+		defer stopWatching()
+		go shared.Watch(watchCtx, redisPingEvery)
+	}
+	opts := bridge.Options{Environ: environ, Progress: io.err, StartSummary: true, Logger: logger}
+	if shared != nil {
+		opts.State, opts.RedisHealth = shared, shared.Ping
+	}
+	g, err := bridge.New(cfg, opts)
 	if err != nil {
 		for _, l := range []net.Listener{uiLn, metricsLn} {
 			if l != nil {
