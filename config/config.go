@@ -564,9 +564,11 @@ type Serve struct {
 	DrainDelay time.Duration `koanf:"drain_delay" json:"drain_delay"`
 	// SessionIdleTimeout ends an HTTP session that has had no request for
 	// this long (default 30m); its client gets 404 and initializes again.
+	// With redis.url it is the session's TTL in Redis.
 	SessionIdleTimeout time.Duration `koanf:"session_idle_timeout" json:"session_idle_timeout"`
 	// MaxSessions bounds the HTTP sessions held at once (default 1024).
 	// Opening one more ends the least recently used idle one.
+	// With redis.url it bounds the sessions of all replicas together.
 	MaxSessions int `koanf:"max_sessions" json:"max_sessions"`
 	// OAuth makes the HTTP transport an OAuth 2.1 protected resource: every
 	// request needs an access token (a JWT) from Issuer naming Audience.
