@@ -457,8 +457,13 @@ func (g *Gateway) sessionRegistered(ctx context.Context, s server.ClientSession)
 	}
 	g.shared.registeredHere(s.SessionID())
 	if st := sessionStateFrom(ctx); st != nil && st.id == s.SessionID() {
-		for _, uri := range st.list(fieldSubs) {
-			g.subs.add(ctx, uri)
+		if uris := st.list(fieldSubs); len(uris) > 0 {
+			// Not on the stream's way: the upstream may be slow.
+			go func() {
+				for _, uri := range uris {
+					g.subs.add(context.WithoutCancel(ctx), uri)
+				}
+			}()
 		}
 	}
 }

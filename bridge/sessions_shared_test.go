@@ -439,3 +439,69 @@ func modernList(t *testing.T, url, auth, body string) (int, string) {
 	_, _ = b.ReadFrom(resp.Body)
 	return resp.StatusCode, b.String()
 }
+
+// TestSharedSessionSubscriptionsFollowTheStream: a client subscribed to a
+// resource through replica A; when its GET stream opens on replica B (A
+// died, or the balancer moved it), B subscribes upstream too, so that
+// resource updates reach the client through B. Without the shared
+// subscriptions, B's upstream never heard of it.
+func TestSharedSessionSubscriptionsFollowTheStream(t *testing.T) {
+	var mu sync.Mutex
+	subscribed := []int{0, 0} // per replica's upstream
+	replica := 0
+	urls, _, _ := replicas(t, 2, testConfig(), func() map[string]*server.MCPServer {
+		i := replica
+		replica++
+		hooks := &server.Hooks{}
+		hooks.AddAfterSubscribe(func(context.Context, any, *mcp.SubscribeRequest, *mcp.EmptyResult) {
+			mu.Lock()
+			subscribed[i]++
+			mu.Unlock()
+		})
+		s := server.NewMCPServer("docs", "1.0.0", server.WithResourceCapabilities(true, true), server.WithHooks(hooks))
+		s.AddResource(mcp.NewResource("mem://docs/readme", "readme"),
+			func(context.Context, mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+				return []mcp.ResourceContents{mcp.TextResourceContents{URI: "mem://docs/readme", Text: "hi"}}, nil
+			})
+		return map[string]*server.MCPServer{"docs": s}
+	})
+	count := func(i int) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return subscribed[i]
+	}
+	const alice = "Bearer alice"
+	sid := openSession(t, urls[0], alice)
+	if got := (rawHTTP{session: sid, auth: alice, body: `{"jsonrpc":"2.0","id":3,"method":"resources/subscribe","params":{"uri":"mem://docs/readme"}}`}).do(t, urls[0]); got.status != http.StatusOK {
+		t.Fatalf("subscribe on A: %d %s", got.status, got.body)
+	}
+	if count(0) != 1 || count(1) != 0 {
+		t.Fatalf("upstream subscriptions after subscribing on A: %v", subscribed)
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, urls[1], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set(mcp.HeaderProtocolVersion, "2025-11-25")
+	req.Header.Set(sessionIDHeader, sid)
+	req.Header.Set("Authorization", alice)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET stream on B: %d", resp.StatusCode)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for count(1) != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("B's upstream was never subscribed after the session's stream moved to B: %v", subscribed)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
