@@ -399,6 +399,9 @@ func guardSessions(table sessionStore, next http.Handler) http.Handler {
 			defer release()
 			if st != nil {
 				r = r.WithContext(withSessionState(r.Context(), st))
+				if r.Method == http.MethodPost && isClientAnswer(body) {
+					w = &misroutedAnswer{ResponseWriter: w, id: requestID(body)}
+				}
 			}
 		}
 		next.ServeHTTP(w, r)

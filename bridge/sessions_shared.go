@@ -155,7 +155,7 @@ func (s *sharedSessions) open(ctx context.Context, principal string) (*reservati
 		return nil, nil, err
 	}
 	if evicted > 0 {
-		s.log.Info("serve.max_sessions reached: ended the least recently used sessions", "evicted", evicted)
+		s.log.Debug("serve.max_sessions reached: ended the least recently used sessions", "evicted", evicted)
 	}
 	return &reservation{id: id}, func() {}, nil
 }
@@ -513,4 +513,55 @@ func sweepEvery(idle time.Duration) time.Duration {
 		return min(max(idle/2, time.Second), time.Minute)
 	}
 	return time.Minute
+}
+
+// isClientAnswer reports whether a POST body is a client's answer to a
+// server-to-client request (sampling, elicitation, roots): an id and a
+// result or an error, no method.
+func isClientAnswer(body []byte) bool {
+	var msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	return json.Unmarshal(body, &msg) == nil && msg.Method == "" && len(msg.ID) > 0 && (msg.Result != nil || msg.Error != nil)
+}
+
+// misroutedAnswer is the response writer of a client's answer on a shared
+// session. mcp-go answers 404 when the request it answers is not pending
+// in this process; on a session the shared table has just found live,
+// that means the answer reached another replica than the one that asked,
+// and a 404 would tell the client its session is gone. It gets 409 with a
+// JSON-RPC error that says what to fix instead.
+type misroutedAnswer struct {
+	http.ResponseWriter
+	id        any
+	swallowed bool
+}
+
+func (m *misroutedAnswer) WriteHeader(status int) {
+	if status != http.StatusNotFound {
+		m.ResponseWriter.WriteHeader(status)
+		return
+	}
+	m.swallowed = true
+	m.ResponseWriter.Header().Del("Content-Length")
+	writeRPCError(m.ResponseWriter, http.StatusConflict, m.id, mcp.INVALID_REQUEST,
+		"toolbridge: this answers a request that another replica sent; the load balancer must send a session's requests "+
+			"to one replica (HAProxy: stick on the Mcp-Session-Id header); the session itself is still valid")
+}
+
+func (m *misroutedAnswer) Write(p []byte) (int, error) {
+	if m.swallowed {
+		return len(p), nil
+	}
+	return m.ResponseWriter.Write(p)
+}
+
+// Flush passes on to the writer under it, for streamed answers.
+func (m *misroutedAnswer) Flush() {
+	if f, ok := m.ResponseWriter.(http.Flusher); ok && !m.swallowed {
+		f.Flush()
+	}
 }

@@ -300,6 +300,17 @@ func TestSessionClientStateAcrossReplicas(t *testing.T) {
 		t.Fatalf("the confirmed call on B: %v", msg)
 	}
 
+	// An answer that reaches a replica with nothing pending for it (the
+	// balancer did not stick the session) is refused with 409 saying so,
+	// not 404, which would tell the client its session is gone.
+	stray := `{"jsonrpc":"2.0","id":12345,"result":{"action":"accept","content":{"confirm":true}}}`
+	if got := (rawHTTP{session: sid, auth: alice, body: stray}).do(t, b); got.status != http.StatusConflict || !strings.Contains(got.body, "Mcp-Session-Id") {
+		t.Errorf("an answer B did not ask for: %d %s; want 409 naming the stickiness", got.status, got.body)
+	}
+	if got := (rawHTTP{session: sid, auth: alice, body: listBody}).do(t, b); got.status != http.StatusOK {
+		t.Errorf("the session after a stray answer: %d", got.status)
+	}
+
 	// The level and the client's info are in the shared table for the
 	// next replica; they were not known to B's mcp-go otherwise.
 	st, err := state.Open(t.Context(), config.Redis{URL: redis.URL(), KeyPrefix: "tb-test:"}, false, nil)
