@@ -91,4 +91,3 @@ func BenchmarkSessionRequest(b *testing.B) {
 		})
 	}
 }
-
