@@ -46,6 +46,13 @@ func (l *lockedLog) String() string {
 // returns their /mcp URLs.
 func replicas(t *testing.T, n int, cfg *config.Config, upstreams func() map[string]*server.MCPServer) (urls []string, redis *statetest.Server, logs *lockedLog) {
 	t.Helper()
+	urls, _, redis, logs = replicaGateways(t, n, cfg, upstreams)
+	return urls, redis, logs
+}
+
+// replicaGateways is replicas, with the gateways.
+func replicaGateways(t *testing.T, n int, cfg *config.Config, upstreams func() map[string]*server.MCPServer) (urls []string, gateways []*Gateway, redis *statetest.Server, logs *lockedLog) {
+	t.Helper()
 	redis = statetest.Start(t)
 	logs = &lockedLog{}
 	cfg.StateDir = t.TempDir()
@@ -72,8 +79,9 @@ func replicas(t *testing.T, n int, cfg *config.Config, upstreams func() map[stri
 		srv := httptest.NewServer(g.HTTPHandler())
 		t.Cleanup(srv.Close)
 		urls = append(urls, srv.URL+"/mcp")
+		gateways = append(gateways, g)
 	}
-	return urls, redis, logs
+	return urls, gateways, redis, logs
 }
 
 // rpcResult is the JSON-RPC answer in a response body, plain JSON or SSE.
@@ -514,5 +522,51 @@ func TestSharedSessionSubscriptionsFollowTheStream(t *testing.T) {
 			t.Fatalf("B's upstream was never subscribed after the session's stream moved to B: %v", subscribed)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestSharedSessionsLeaveNothingBehind: what a replica keeps in memory for
+// shared sessions goes when it is no longer needed. B, which set the log
+// level of A's session on mcp-go's per-process table for a request, clears
+// it when the request ends; A, which registered the session at initialize,
+// lets go of it once a DELETE through B ended it, though the client never
+// comes back to A.
+func TestSharedSessionsLeaveNothingBehind(t *testing.T) {
+	cfg := testConfig()
+	cfg.Serve.SessionIdleTimeout = 2 * time.Second // the sweep runs every second
+	urls, gs, _, _ := replicaGateways(t, 2, cfg, func() map[string]*server.MCPServer {
+		return map[string]*server.MCPServer{"alpha": echoServer("alpha")}
+	})
+	const alice = "Bearer alice"
+	sid := openSession(t, urls[0], alice)
+	if got := (rawHTTP{session: sid, auth: alice, body: `{"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"debug"}}`}).do(t, urls[0]); got.status != http.StatusOK {
+		t.Fatalf("setLevel on A: %d %s", got.status, got.body)
+	}
+	if got := (rawHTTP{session: sid, auth: alice, body: listBody}).do(t, urls[1]); got.status != http.StatusOK {
+		t.Fatalf("tools/list on B: %d", got.status)
+	}
+	held := func(g *Gateway) (running, leveled, registered int) {
+		g.shared.mu.Lock()
+		defer g.shared.mu.Unlock()
+		return len(g.shared.running), len(g.shared.leveled), len(g.shared.registered)
+	}
+	if r, l, reg := held(gs[1]); r != 0 || l != 0 || reg != 0 {
+		t.Errorf("B still holds A's session after its request: running %d, leveled %d, registered %d", r, l, reg)
+	}
+	if _, _, reg := held(gs[0]); reg != 1 {
+		t.Fatalf("A does not hold the session it issued (registered %d)", reg)
+	}
+	if got := (rawHTTP{method: http.MethodDelete, session: sid, auth: alice}).do(t, urls[1]); got.status != http.StatusOK {
+		t.Fatalf("DELETE on B: %d", got.status)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, _, reg := held(gs[0]); reg == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("A still holds a session ended through B")
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
