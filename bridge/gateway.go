@@ -100,10 +100,10 @@ type Gateway struct {
 	semantic   *semantic.Ranker
 	validators *validators
 	revealed   *revealed
-	// shared is the session table the replicas share; nil without
-	// Options.State.
-	shared *sharedSessions
-	subs   *subscriptions
+	// replicaSessions is the session table the replicas share; nil
+	// without Options.State.
+	replicaSessions *sharedSessions
+	subs            *subscriptions
 	// hitSummaries caches what tool_search shows of each hit.
 	hitSummaries *hitSummaries
 
@@ -205,7 +205,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	hooks.AddOnUnregisterSession(g.callers.unregister)
 	hooks.AddBeforeReadResource(g.routeRead)
 	if opts.State != nil {
-		g.shared = newSharedSessions(opts.State.Sessions(cfg.Serve.SessionIdleTimeout, cfg.Serve.MaxSessions), cfg.Serve.SessionIdleTimeout, logger)
+		g.replicaSessions = newSharedSessions(opts.State.Sessions(cfg.Serve.SessionIdleTimeout, cfg.Serve.MaxSessions), cfg.Serve.SessionIdleTimeout, logger)
 		hooks.AddAfterInitialize(g.shareInitialize)
 		hooks.AddAfterSetLevel(g.shareLevel)
 		hooks.AddOnRegisterSession(g.sessionRegistered)

@@ -220,8 +220,8 @@ func (g *Gateway) httpHandler() (http.Handler, func(context.Context)) {
 		// (replicas on 127.0.0.1, the clients' Host passed through) it
 		// refused every session.
 		server.WithDisableLocalhostProtection(true)}
-	if g.shared != nil {
-		sessions = g.shared
+	if g.replicaSessions != nil {
+		sessions = g.replicaSessions
 		opts = append(opts, server.WithHTTPContextFunc(g.applySessionState))
 	} else {
 		sessions = newSessionTable(serve.SessionIdleTimeout, serve.MaxSessions, nil)

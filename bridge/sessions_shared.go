@@ -367,9 +367,9 @@ func (g *Gateway) applySessionState(ctx context.Context, _ *http.Request) contex
 	if v := mcp.LoggingLevel(st.get(fieldLevel)); v != "" {
 		if l, ok := session.(server.SessionWithLogging); ok && l.GetLogLevel() != v {
 			l.SetLogLevel(v)
-			g.shared.mu.Lock()
-			g.shared.leveled[st.id] = true
-			g.shared.mu.Unlock()
+			g.replicaSessions.mu.Lock()
+			g.replicaSessions.leveled[st.id] = true
+			g.replicaSessions.mu.Unlock()
 		}
 	}
 	return ctx
@@ -379,7 +379,7 @@ func (g *Gateway) applySessionState(ctx context.Context, _ *http.Request) contex
 // one; a failure is logged (the store logs an outage once), and the
 // request goes on: what it changed is then known to this request only.
 func (g *Gateway) setShared(ctx context.Context, id string, fields map[string]string) {
-	if g.shared == nil {
+	if g.replicaSessions == nil {
 		return
 	}
 	if st := sessionStateFrom(ctx); st != nil && st.id == id {
@@ -389,7 +389,7 @@ func (g *Gateway) setShared(ctx context.Context, id string, fields map[string]st
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sharedTimeout)
 	defer cancel()
-	if err := g.shared.tab.Set(sctx, id, fields); err != nil && !errors.Is(err, state.ErrNoSession) && !errors.Is(err, state.ErrUnavailable) {
+	if err := g.replicaSessions.tab.Set(sctx, id, fields); err != nil && !errors.Is(err, state.ErrNoSession) && !errors.Is(err, state.ErrUnavailable) {
 		g.logger.Warn("storing a shared session's state", "session", trace.SessionRef(id), "error", err)
 	}
 }
@@ -397,7 +397,7 @@ func (g *Gateway) setShared(ctx context.Context, id string, fields map[string]st
 // shareInitialize stores what initialize told of the client, for the
 // replicas that serve the session's later requests.
 func (g *Gateway) shareInitialize(ctx context.Context, _ any, _ *mcp.InitializeRequest, _ *mcp.InitializeResult) {
-	if g.shared == nil || g.downstream() != config.ServeHTTP {
+	if g.replicaSessions == nil || g.downstream() != config.ServeHTTP {
 		return
 	}
 	session := server.ClientSessionFromContext(ctx)
@@ -452,10 +452,10 @@ func (g *Gateway) shareSubscription(ctx context.Context, uri string, add bool) {
 // subscribes upstream to what it subscribed to there: resource updates
 // reach a client through the replica that holds its stream.
 func (g *Gateway) sessionRegistered(ctx context.Context, s server.ClientSession) {
-	if g.shared == nil {
+	if g.replicaSessions == nil {
 		return
 	}
-	g.shared.registeredHere(s.SessionID())
+	g.replicaSessions.registeredHere(s.SessionID())
 	if st := sessionStateFrom(ctx); st != nil && st.id == s.SessionID() {
 		if uris := st.list(fieldSubs); len(uris) > 0 {
 			// Not on the stream's way: the upstream may be slow.
@@ -469,8 +469,8 @@ func (g *Gateway) sessionRegistered(ctx context.Context, s server.ClientSession)
 }
 
 func (g *Gateway) sessionUnregistered(_ context.Context, s server.ClientSession) {
-	if g.shared != nil {
-		g.shared.unregisteredHere(s.SessionID())
+	if g.replicaSessions != nil {
+		g.replicaSessions.unregisteredHere(s.SessionID())
 	}
 }
 
@@ -493,16 +493,16 @@ func endLocally(mcpHandler http.Handler) func(id string) {
 // sessions with, and starts its sweep (once per gateway: a gateway may be
 // served several times, and every handler clears the same mcp-go server).
 func (g *Gateway) startSharedSessions(mcpHandler http.Handler) {
-	if g.shared == nil {
+	if g.replicaSessions == nil {
 		return
 	}
-	g.shared.mu.Lock()
-	g.shared.endLocal = endLocally(mcpHandler)
-	start := !g.shared.sweeping
-	g.shared.sweeping = true
-	g.shared.mu.Unlock()
+	g.replicaSessions.mu.Lock()
+	g.replicaSessions.endLocal = endLocally(mcpHandler)
+	start := !g.replicaSessions.sweeping
+	g.replicaSessions.sweeping = true
+	g.replicaSessions.mu.Unlock()
 	if start {
-		go g.shared.sweep(g.life, sweepEvery(g.shared.idle))
+		go g.replicaSessions.sweep(g.life, sweepEvery(g.replicaSessions.idle))
 	}
 }
 

@@ -546,9 +546,9 @@ func TestSharedSessionsLeaveNothingBehind(t *testing.T) {
 		t.Fatalf("tools/list on B: %d", got.status)
 	}
 	held := func(g *Gateway) (running, leveled, registered int) {
-		g.shared.mu.Lock()
-		defer g.shared.mu.Unlock()
-		return len(g.shared.running), len(g.shared.leveled), len(g.shared.registered)
+		g.replicaSessions.mu.Lock()
+		defer g.replicaSessions.mu.Unlock()
+		return len(g.replicaSessions.running), len(g.replicaSessions.leveled), len(g.replicaSessions.registered)
 	}
 	if r, l, reg := held(gs[1]); r != 0 || l != 0 || reg != 0 {
 		t.Errorf("B still holds A's session after its request: running %d, leveled %d, registered %d", r, l, reg)
