@@ -54,7 +54,7 @@ backend replicas
   http-check send meth GET uri /readyz ver HTTP/1.1 hdr Host 127.0.0.1
   http-check expect status 200
   stick-table type string len 128 size 100k expire 30m
-  stick on req.hdr(Mcp-Session-Id)
+  stick match req.hdr(Mcp-Session-Id)
   stick store-response res.hdr(Mcp-Session-Id)
 %s`
 
