@@ -32,6 +32,13 @@ const haproxyBinary = "/usr/sbin/haproxy"
 // a client's answer to a server-to-client request reaches the replica that
 // asked; `option redispatch` moves a session to another replica when its
 // own is down. Requests without a session (2026-07-28) go round robin.
+// `http-reuse never`: a request is never sent over an idle pooled
+// connection to a replica that has died since (it got 502 "incomplete
+// response", a failure of a call that was not in flight when the replica
+// died); on a fresh connection a dead replica refuses the connect, and the
+// request is retried on another. Retrying on an empty response instead
+// (retry-on empty-response) would also run again a tool call that was in
+// flight, which may have had its effect already.
 const haproxyConfig = `global
   maxconn 4096
 defaults
@@ -41,6 +48,7 @@ defaults
   timeout server 120s
   option redispatch 1
   retries 3
+  http-reuse never
 frontend mcp
   bind 127.0.0.1:%d
   default_backend replicas
