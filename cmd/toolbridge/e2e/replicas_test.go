@@ -2,13 +2,10 @@ package e2e
 
 import (
 	"context"
-	"encoding/csv"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,130 +20,56 @@ import (
 	"github.com/toolbridge/toolbridge/cmd/toolbridge/internal/testenv"
 )
 
-// haproxyBinary is Debian's haproxy (.ci/run installs it).
-const haproxyBinary = "/usr/sbin/haproxy"
-
-// haproxyConfig is the load balancer of the replica tests: round robin,
-// health checks on /readyz, and a session stuck to the replica that issued
-// it by its Mcp-Session-Id (learned from the initialize response), so that
-// a client's answer to a server-to-client request reaches the replica that
-// asked; `option redispatch` moves a session to another replica when its
-// own is down. Requests without a session (2026-07-28) go round robin.
-// `http-reuse never`: a request is never sent over an idle pooled
-// connection to a replica that has died since (it got 502 "incomplete
-// response", a failure of a call that was not in flight when the replica
-// died); on a fresh connection a dead replica refuses the connect, and the
-// request is retried on another. Retrying on an empty response instead
-// (retry-on empty-response) would also run again a tool call that was in
-// flight, which may have had its effect already.
-const haproxyConfig = `global
-  maxconn 4096
-defaults
-  mode http
-  timeout connect 2s
-  timeout client 120s
-  timeout server 120s
-  option redispatch 1
-  retries 3
-  http-reuse never
-frontend mcp
-  bind 127.0.0.1:%d
-  default_backend replicas
-frontend stats
-  bind 127.0.0.1:%d
-  stats enable
-  stats uri /stats
-backend replicas
-  balance roundrobin
-  option httpchk
-  http-check send meth GET uri /readyz ver HTTP/1.1 hdr Host 127.0.0.1
-  http-check expect status 200
-  stick-table type string len 128 size 100k expire 30m
-  stick match req.hdr(Mcp-Session-Id)
-  stick store-response res.hdr(Mcp-Session-Id)
-%s`
-
-// startHAProxy runs haproxy in front of ports and returns its /mcp URL and
-// its stats URL (CSV).
-func startHAProxy(t *testing.T, ports []int) (url, stats string) {
+// startReplicasHAProxy runs examples/deploy/haproxy.cfg (see
+// writeHAProxyConfig) in front of ports, with one line added:
+// `http-reuse never`. With pooled connections, a call sent right after a
+// replica's kill -9 over an idle connection to it failed with 502
+// ("incomplete response") though it was not in flight when the replica
+// died (seen once in three runs); on a fresh connection the dead replica
+// refuses the connect and the call goes to another one. (retry-on
+// empty-response would instead run again tool calls that were in flight,
+// which may have had their effect.) It returns the /mcp URL once every
+// replica has answered through it.
+func startReplicasHAProxy(t *testing.T, ports []int) string {
 	t.Helper()
-	if _, err := os.Stat(haproxyBinary); err != nil {
-		t.Fatalf("haproxy is not installed at %s (apt-get install haproxy, as .ci/run does): %v", haproxyBinary, err)
-	}
-	front, statsPort := testenv.FreePort(t), testenv.FreePort(t)
-	var servers strings.Builder
-	for i, p := range ports {
-		fmt.Fprintf(&servers, "  server r%d 127.0.0.1:%d check inter 300ms fall 2 rise 1\n", i+1, p)
-	}
-	cfg := filepath.Join(t.TempDir(), "haproxy.cfg")
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, haproxyConfig, front, statsPort, servers.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(haproxyBinary, "-db", "-f", cfg)
-	out := &testenv.SyncBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	testenv.SetProcessGroup(cmd)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	})
-	stats = fmt.Sprintf("http://127.0.0.1:%d/stats;csv", statsPort)
-	// Up when every replica passed its health check.
-	waitUntil(t, "haproxy sees every replica up", func() bool {
-		select {
-		case <-exited:
-			t.Fatalf("haproxy exited: %s", out)
-		default:
-		}
-		up := 0
-		for _, row := range haproxyStats(t, stats, true) {
-			if strings.HasPrefix(row["status"], "UP") {
-				up++
-			}
-		}
-		return up == len(ports)
-	})
-	return fmt.Sprintf("http://127.0.0.1:%d/mcp", front), stats
-}
-
-// haproxyStats is the rows of haproxy's CSV stats for the replicas
-// (quiet: an unreachable stats page gives no rows).
-func haproxyStats(t *testing.T, url string, quiet bool) []map[string]string {
-	t.Helper()
-	resp, err := http.Get(url)
+	haproxy := haproxyPath(t)
+	front := testenv.FreePort(t)
+	path := writeHAProxyConfig(t, haproxy, front, ports)
+	b, err := os.ReadFile(path)
 	if err != nil {
-		if !quiet {
+		t.Fatal(err)
+	}
+	text := string(b)
+	if !strings.Contains(text, "http-reuse never") {
+		const anchor = "    balance roundrobin\n"
+		if strings.Count(text, anchor) != 1 {
+			t.Fatalf("%s has no single %q line to add http-reuse never after", haproxyConfig, strings.TrimSpace(anchor))
+		}
+		text = strings.Replace(text, anchor, anchor+"    http-reuse never\n", 1)
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		return nil
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	records, err := csv.NewReader(strings.NewReader(strings.TrimPrefix(string(body), "# "))).ReadAll()
-	if err != nil || len(records) < 2 {
-		if !quiet {
-			t.Fatalf("haproxy stats: %v: %s", err, body)
+	startHAProxy(t, haproxy, path)
+	base := fmt.Sprintf("http://127.0.0.1:%d", front)
+	seen := map[string]bool{}
+	waitUntil(t, "every replica answers through haproxy", func() bool {
+		req, err := http.NewRequest(http.MethodGet, base+"/readyz", nil)
+		if err != nil {
+			t.Fatal(err)
 		}
-		return nil
-	}
-	var rows []map[string]string
-	for _, rec := range records[1:] {
-		row := map[string]string{}
-		for i, name := range records[0] {
-			if i < len(rec) {
-				row[name] = rec[i]
-			}
+		req.Host = balancedHost
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
 		}
-		if row["pxname"] == "replicas" && strings.HasPrefix(row["svname"], "r") {
-			rows = append(rows, row)
+		resp.Body.Close()
+		if name := resp.Header.Get("X-Toolbridge-Replica"); name != "" && resp.StatusCode == http.StatusOK {
+			seen[name] = true
 		}
-	}
-	return rows
+		return len(seen) == len(ports)
+	})
+	return base + "/mcp"
 }
 
 // legacyClient is an mcp-go client on a 2025-11-25 session.
@@ -200,7 +123,7 @@ func add(ctx context.Context, c *client.Client, a, b int) error {
 //   - The official TypeScript SDK client runs a bridge session over
 //     2025-11-25 (with a session id) through HAProxy, and mcp-go's client
 //     runs requests over 2026-07-28; requests land on every replica
-//     (HAProxy's per-server counters) and every answer is correct.
+//     (the X-Toolbridge-Replica header HAProxy adds) and every answer is correct.
 //   - A session opened through one replica is served by the others when
 //     HAProxy is bypassed.
 //   - With 20 clients (2025-11-25 sessions) calling for 30 s, one replica
@@ -212,7 +135,7 @@ func add(ctx context.Context, c *client.Client, a, b int) error {
 //     session is 404, and a new session works.
 func TestReplicasBehindHAProxy(t *testing.T) {
 	redis := statetest.Start(t)
-	cfg := demoConfig(t, "mode: on\nredis:\n  url: "+redis.URL()+"\n  key_prefix: \"e2e:\"\n", "")
+	cfg := demoConfig(t, "mode: on\nserve:\n  allowed_hosts: ["+balancedHost+"]\nredis:\n  url: "+redis.URL()+"\n  key_prefix: \"e2e:\"\n", "")
 	var replicas []*httpGateway
 	var ports []int
 	for range 3 {
@@ -220,7 +143,7 @@ func TestReplicasBehindHAProxy(t *testing.T) {
 		replicas = append(replicas, startGateway(t, testEnv(t, nil), port, "serve", "-c", cfg))
 		ports = append(ports, port)
 	}
-	url, stats := startHAProxy(t, ports)
+	url := startReplicasHAProxy(t, ports)
 	stderrs := func() string {
 		var b strings.Builder
 		for i, r := range replicas {
@@ -247,38 +170,20 @@ func TestReplicasBehindHAProxy(t *testing.T) {
 	}
 
 	// mcp-go's client, 2026-07-28: stateless, round robin over the three.
-	modern, err := client.NewStreamableHttpClient(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer modern.Close()
-	if err := modern.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.ProtocolVersion20260728
-	init.Params.ClientInfo = mcp.Implementation{Name: "replica-e2e-modern", Version: "1"}
-	res, err := modern.Initialize(t.Context(), init)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.ProtocolVersion != mcp.ProtocolVersion20260728 {
-		t.Fatalf("mcp-go's client negotiated %s, want %s", res.ProtocolVersion, mcp.ProtocolVersion20260728)
-	}
-	before := haproxyStats(t, stats, false)
+	modernConn := statelessClient(t.Context(), t, url)
+	modern := modernConn.c
+	before := modernConn.seen.counts()
 	for i := range 9 {
 		if err := add(t.Context(), modern, i, 10); err != nil {
 			t.Fatalf("2026-07-28 call %d through HAProxy: %v\n%s", i, err, stderrs())
 		}
 	}
-	after := haproxyStats(t, stats, false)
-	for i := range after {
-		b, _ := strconv.Atoi(before[i]["stot"])
-		a, _ := strconv.Atoi(after[i]["stot"])
-		if a-b < 1 {
-			t.Errorf("replica %s served none of nine 2026-07-28 calls through HAProxy (round robin)", after[i]["svname"])
-		}
-		t.Logf("replica %s: %d requests in all, %d of the nine 2026-07-28 calls", after[i]["svname"], a, a-b)
+	after := modernConn.seen.counts()
+	if len(after) != len(replicas) {
+		t.Errorf("2026-07-28 calls through HAProxy reached %d replicas, want %d: %v", len(after), len(replicas), after)
+	}
+	for name, n := range after {
+		t.Logf("replica %s: %d of the nine 2026-07-28 calls", name, n-before[name])
 	}
 
 	// A session opened on replica 1 is served by replicas 2 and 3 directly.
