@@ -21,15 +21,10 @@ import (
 )
 
 // startReplicasHAProxy runs examples/deploy/haproxy.cfg (see
-// writeHAProxyConfig) in front of ports, with one line added:
-// `http-reuse never`. With pooled connections, a call sent right after a
-// replica's kill -9 over an idle connection to it failed with 502
-// ("incomplete response") though it was not in flight when the replica
-// died (seen once in three runs); on a fresh connection the dead replica
-// refuses the connect and the call goes to another one. (retry-on
-// empty-response would instead run again tool calls that were in flight,
-// which may have had their effect.) It returns the /mcp URL once every
-// replica has answered through it.
+// writeHAProxyConfig) in front of ports. The file must say
+// `http-reuse never` (its comment says why: a kill -9 under load made a
+// pooled connection fail a call that was not in flight). It returns the
+// /mcp URL once every replica has answered through it.
 func startReplicasHAProxy(t *testing.T, ports []int) string {
 	t.Helper()
 	haproxy := haproxyPath(t)
@@ -39,16 +34,8 @@ func startReplicasHAProxy(t *testing.T, ports []int) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := string(b)
-	if !strings.Contains(text, "http-reuse never") {
-		const anchor = "    balance roundrobin\n"
-		if strings.Count(text, anchor) != 1 {
-			t.Fatalf("%s has no single %q line to add http-reuse never after", haproxyConfig, strings.TrimSpace(anchor))
-		}
-		text = strings.Replace(text, anchor, anchor+"    http-reuse never\n", 1)
-		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
+	if !strings.Contains(string(b), "\n    http-reuse never\n") {
+		t.Fatalf("%s lacks http-reuse never: a replica's kill -9 would fail calls that were not in flight", haproxyConfig)
 	}
 	startHAProxy(t, haproxy, path)
 	base := fmt.Sprintf("http://127.0.0.1:%d", front)
