@@ -205,6 +205,7 @@ func TestReplicasBehindHAProxy(t *testing.T) {
 		failures      []string
 		killedAt      atomic.Int64 // calls made before the kill
 		afterKill     = make([]atomic.Int64, clients)
+		lateFailures  = make([]atomic.Int64, clients) // failures after the client's first success past the kill
 	)
 	sessions := make([]*client.Client, clients)
 	for i := range sessions {
@@ -225,6 +226,9 @@ func TestReplicasBehindHAProxy(t *testing.T) {
 				killed := killedAt.Load() > 0
 				if err != nil {
 					failed.Add(1)
+					if afterKill[i].Load() > 0 {
+						lateFailures[i].Add(1)
+					}
 					mu.Lock()
 					failures = append(failures, fmt.Sprintf("client %d (after the kill: %v, %s): %v", i, killed, took.Round(time.Millisecond), err))
 					mu.Unlock()
@@ -246,20 +250,21 @@ func TestReplicasBehindHAProxy(t *testing.T) {
 	for _, f := range failures {
 		t.Log(f)
 	}
-	if int(failed.Load()) > clients {
-		t.Errorf("%d calls failed: more than the %d that can be in flight at once", failed.Load(), clients)
-	}
-	perClient := map[string]int{}
+	// What may fail: a call that was in flight on the killed replica, and
+	// a call sent to it in the few milliseconds before HAProxy sees it
+	// gone (a dying process's socket can still take a connection and then
+	// close it: HAProxy's 502 "incomplete response", not retried because
+	// the call may have had its effect). Both happen only before the
+	// client's session has moved to another replica; once a client has a
+	// call answered after the kill, none of its calls may fail.
 	for _, f := range failures {
-		who, _, _ := strings.Cut(f, " (")
-		perClient[who]++
 		if !strings.Contains(f, "after the kill: true") {
 			t.Errorf("a call failed before any replica was killed: %s", f)
 		}
 	}
-	for who, n := range perClient {
-		if n > 1 {
-			t.Errorf("%s failed %d calls: only the one in flight on the killed replica may fail", who, n)
+	for i := range lateFailures {
+		if n := lateFailures[i].Load(); n > 0 {
+			t.Errorf("client %d failed %d calls after its session had moved to another replica", i, n)
 		}
 	}
 	for i := range afterKill {
