@@ -704,7 +704,19 @@ type Redis struct {
 	// other programs, can share one Redis without reading each other's
 	// state. Replicas that serve the same team must use the same prefix.
 	KeyPrefix string `koanf:"key_prefix" json:"key_prefix"`
+	// TokenKeyEnv names the environment variable that holds the key the
+	// upstream OAuth tokens are encrypted with in Redis (AES-256-GCM):
+	// 32 random bytes in base64, as "openssl rand -base64 32" prints.
+	// Several keys separated by commas rotate it: the first encrypts,
+	// every one decrypts. Default TOOLBRIDGE_TOKEN_KEY. With redis.url
+	// set, a server with an auth block cannot start without it; the key
+	// itself is never read from the config file, logged or passed to
+	// stdio servers.
+	TokenKeyEnv string `koanf:"token_key_env" json:"token_key_env"`
 }
+
+// DefaultTokenKeyEnv is redis.token_key_env's default.
+const DefaultTokenKeyEnv = "TOOLBRIDGE_TOKEN_KEY"
 
 // Enabled reports whether replicas share state through Redis.
 func (r Redis) Enabled() bool { return r.URL != "" }
@@ -779,7 +791,7 @@ func Default() Config {
 		Restart:           Restart{Initial: 500 * time.Millisecond, Max: 30 * time.Second},
 		MaxResultBytes:    10 << 20,
 		MaxToolsPerServer: DefaultMaxToolsPerServer,
-		Redis:             Redis{KeyPrefix: DefaultRedisKeyPrefix},
+		Redis:             Redis{KeyPrefix: DefaultRedisKeyPrefix, TokenKeyEnv: DefaultTokenKeyEnv},
 		Telemetry:         Telemetry{Exporter: ExporterNone, Prometheus: true},
 		TokenStore:        TokenStoreAuto,
 	}

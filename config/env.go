@@ -32,6 +32,7 @@ const envPrefix = "TOOLBRIDGE_"
 // envAllowed are the TOOLBRIDGE_* variables that are not config keys.
 var envAllowed = []string{
 	EnvConfigPath,               // the config file, see LoadOptions.Path
+	DefaultTokenKeyEnv,          // the key of the tokens in Redis, see Redis.TokenKeyEnv
 	"TOOLBRIDGE_HOOK_EVENT",     // set for hook commands, which may run toolbridge
 	"TOOLBRIDGE_SERVER",         // set for hook commands
 	"TOOLBRIDGE_TOOL",           // set for hook commands

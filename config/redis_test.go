@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -27,6 +28,10 @@ func TestRedisKeys(t *testing.T) {
 		{"not a url", "redis: {url: \"redis://:" + pw + "@%zz\"}\n", []string{`: redis.url: is not a URL (want redis://host:6379, rediss://host:6379 or unix:///path)`}},
 		{"socket without path", "redis: {url: \"unix://\"}\n", []string{`: redis.url: unix:// needs a socket path, such as unix:///run/redis/redis.sock`}},
 		{"unknown key", "redis: {ulr: \"redis://x:1\"}\n", []string{`: redis.ulr: unknown key (did you mean url?)`}},
+		{"token key env", "redis: {token_key_env: GATEWAY_TOKEN_KEY}\n", nil},
+		{"token key env not a name", "redis: {token_key_env: \"MY-KEY\"}\n", []string{`: redis.token_key_env: "MY-KEY" is not an environment variable name (want letters, digits and _, such as TOOLBRIDGE_TOKEN_KEY)`}},
+		{"token key env empty", "redis: {token_key_env: \"\"}\n", []string{`: redis.token_key_env: "" is not an environment variable name (want letters, digits and _, such as TOOLBRIDGE_TOKEN_KEY)`}},
+		{"token key env a setting", "redis: {token_key_env: TOOLBRIDGE_KEY}\n", []string{`: redis.token_key_env: "TOOLBRIDGE_KEY" starts with TOOLBRIDGE_, which names settings: use TOOLBRIDGE_TOKEN_KEY or a name of your own outside it`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -57,5 +62,22 @@ func TestRedisURLRedacted(t *testing.T) {
 		if got := c.Redacted().Redis.URL; strings.Contains(got, "s3cretRedisPw") || !strings.Contains(got, "redis:6379") {
 			t.Errorf("ShowFullURLs=%v: Redacted().Redis.URL = %q", full, got)
 		}
+	}
+}
+
+// TestTokenKeyVariableIsNotASetting: TOOLBRIDGE_TOKEN_KEY, the default
+// redis.token_key_env, is not refused as an unknown TOOLBRIDGE_ setting,
+// and its value is nowhere in the config.
+func TestTokenKeyVariableIsNotASetting(t *testing.T) {
+	const key = "c2VjcmV0LXRva2VuLWtleS0zMi1ieXRlcy1sb25nISE="
+	cfg, err := Load(LoadOptions{Environ: []string{"TOOLBRIDGE_TOKEN_KEY=" + key}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Redis.TokenKeyEnv != DefaultTokenKeyEnv {
+		t.Errorf("token_key_env = %q, want %q", cfg.Redis.TokenKeyEnv, DefaultTokenKeyEnv)
+	}
+	if b, _ := json.Marshal(cfg.Redacted()); strings.Contains(string(b), key) {
+		t.Error("the key reached the config")
 	}
 }

@@ -540,11 +540,18 @@ func (v *validator) uiListen(p keyPath, addr string) {
 	}
 }
 
-// redis checks redis.url and redis.key_prefix. The URL is never quoted back:
+// redis checks redis.url, redis.key_prefix and redis.token_key_env. The URL is never quoted back:
 // it may carry a password.
 func (v *validator) redis(p keyPath, r Redis) {
 	if r.KeyPrefix == "" {
 		v.fail(p.key("key_prefix"), "must not be empty: every replica's keys would mix with whatever else the Redis holds (the default is %q)", DefaultRedisKeyPrefix)
+	}
+	switch name := r.TokenKeyEnv; {
+	case !envName.MatchString(name):
+		v.fail(p.key("token_key_env"), "%s is not an environment variable name (want letters, digits and _, such as %s)", quoteShort(name), DefaultTokenKeyEnv)
+	case name != DefaultTokenKeyEnv && strings.HasPrefix(strings.ToUpper(name), envPrefix):
+		// Every other TOOLBRIDGE_* variable is a setting or an error.
+		v.fail(p.key("token_key_env"), "%s starts with %s, which names settings: use %s or a name of your own outside it", quoteShort(name), envPrefix, DefaultTokenKeyEnv)
 	}
 	if r.URL == "" {
 		return
