@@ -54,8 +54,10 @@ type Options struct {
 	// Unset (no redis.url), the metric is absent.
 	RedisHealth func(context.Context) error
 	// State is the Redis shared by the replicas (redis.url), opened and
-	// closed by the caller; nil keeps every state in this process. With
-	// it, HTTP sessions are accepted by every replica (sessions_shared.go).
+	// closed by the caller. With it, HTTP sessions are accepted by every
+	// replica (sessions_shared.go). Pins, upstream tokens and call limits
+	// are shared whenever redis.url is set: without State, New opens a
+	// client of its own for them and Close closes it (see shared.go).
 	State *state.Store
 }
 
@@ -132,6 +134,8 @@ type Gateway struct {
 
 	// activity keeps the recent calls and searches for the status page.
 	activity *ui.Activity
+	// shared is the state replicas share (redis.url), or nil.
+	shared *shared
 }
 
 // New builds a gateway for cfg. Call Connect to reach the upstreams.
@@ -140,13 +144,19 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	live, err := provision(cfg, nil, logger)
+	sh, err := openShared(cfg, opts.State, opts.Environ, logger)
 	if err != nil {
+		return nil, err
+	}
+	live, err := provision(cfg, nil, logger, sh)
+	if err != nil {
+		sh.close()
 		return nil, err
 	}
 	sem, err := newSemantic(cfg.Search.Embeddings, opts.Environ, cfg.ShowFullURLs, logger)
 	if err != nil {
 		_ = live.hooks.Close()
+		sh.close()
 		return nil, err
 	}
 	tel, ownTel := opts.Telemetry, false
@@ -159,6 +169,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 			if sem != nil {
 				sem.Close()
 			}
+			sh.close()
 			return nil, fmt.Errorf("setting up telemetry: %w", err)
 		}
 		ownTel = true
@@ -173,6 +184,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		warnings:   newLogThrottle(warnEvery),
 		summary:    io.Discard,
 		activity:   ui.NewActivity(),
+		shared:     sh,
 	}
 	if opts.StartSummary && opts.Progress != nil {
 		g.summary = opts.Progress
@@ -243,11 +255,20 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		server.WithInstructions(instructions),
 	)
 	g.relay = upstream.NewRelay(g.srv, g.upstreamChanged)
-	g.pool = upstream.NewPool(cfg, upstream.PoolOptions{
-		Environ: opts.Environ, Progress: opts.Progress, Version: Version, OnReconnect: func() { g.rebuild() }, OnJoin: g.joined,
+	popts := upstream.PoolOptions{
+		// The token key is the gateway's own: stdio servers inherit the
+		// rest of its environment, never that.
+		Environ: withoutVar(opts.Environ, cfg.Redis.TokenKeyEnv), Progress: opts.Progress, Version: Version, OnReconnect: func() { g.rebuild() }, OnJoin: g.joined,
 		Logger: transportLogger(logger),
-	}, g.relay)
+	}
+	if sh != nil {
+		popts.OpenTokenStore = sh.openTokens
+	}
+	g.pool = upstream.NewPool(cfg, popts, g.relay)
 	g.life, g.endLife = context.WithCancel(context.Background())
+	if sh != nil {
+		sh.start(g)
+	}
 	// The placeholder until Connect publishes the first real catalog.
 	empty := buildCatalog(nil, metaNames, nil)
 	g.classifyWith(empty, live, live.counter)
@@ -295,6 +316,7 @@ func (g *Gateway) Close() error {
 		errs = append(errs, g.tel.Shutdown(ctx))
 	}
 	errs = append(errs, g.metrics.Shutdown(context.Background()))
+	g.shared.close()
 	return errors.Join(errs...)
 }
 

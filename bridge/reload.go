@@ -46,7 +46,7 @@ func (g *Gateway) settings() *settings { return g.live.Load() }
 // provision builds everything cfg needs before it can replace old (nil at
 // start-up). What did not change carries over: the tokenizer, whose cache
 // of counts stays warm, and the hooks, whose audit file stays open.
-func provision(cfg *config.Config, old *settings, logger *slog.Logger) (*settings, error) {
+func provision(cfg *config.Config, old *settings, logger *slog.Logger, sh *shared) (*settings, error) {
 	classifier, err := classify.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("building classifier: %w", err)
@@ -58,6 +58,9 @@ func provision(cfg *config.Config, old *settings, logger *slog.Logger) (*setting
 		return nil, fmt.Errorf("building token counter: %w", err)
 	}
 	switch {
+	case sh != nil:
+		// Shared by the replicas; redis is read only at start.
+		s.pins = sh.pins
 	case old != nil && old.cfg.StateDir == cfg.StateDir:
 		s.pins = old.pins // a memory store must outlive a reload
 	case cfg.StateDir == "":
@@ -118,7 +121,7 @@ func (g *Gateway) Reload(ctx context.Context, cfg *config.Config, specs []upstre
 	g.reloadMu.Lock()
 	defer g.reloadMu.Unlock()
 	old := g.settings()
-	live, err := provision(cfg, old, g.logger)
+	live, err := provision(cfg, old, g.logger, g.shared)
 	if err != nil {
 		return ReloadSummary{}, fmt.Errorf("rejecting the new config: %w", err)
 	}
@@ -147,6 +150,10 @@ func (g *Gateway) Reload(ctx context.Context, cfg *config.Config, specs []upstre
 	}
 	if !reflect.DeepEqual(old.cfg.Telemetry, cfg.Telemetry) {
 		sum.NeedRestart = append(sum.NeedRestart, "telemetry")
+	}
+	if old.cfg.Redis != cfg.Redis {
+		// The shared state's client and stores are made at start.
+		sum.NeedRestart = append(sum.NeedRestart, "redis")
 	}
 
 	g.live.Store(live)

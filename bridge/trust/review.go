@@ -87,6 +87,9 @@ func (sp storedPin) pin() Pin {
 type pinSet struct {
 	full   *ServerPins
 	stored map[string]storedPin
+	// stale pins are a shared store's as last read, kept while it cannot
+	// be reached (see NewSharedStore).
+	stale bool
 }
 
 // lookup returns the pin of tool name and what names its changed fields:

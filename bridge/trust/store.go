@@ -28,6 +28,11 @@ const pinsDir = "pins"
 // 10,000-tool catalog must not be held twice.
 type Store struct {
 	dir statefile.Dir
+	// shared holds the pins instead of dir when gateways share them (the
+	// replicas of a team's gateway, in Redis); cache is what it held at
+	// each server's last read, for reviews and for while it is down.
+	shared Shared
+	cache  map[string]sharedPins // guarded by mu
 	// mem holds the pins instead of dir when there is no state directory.
 	// Its maps are replaced, never changed, so a review reads them unlocked.
 	mem map[string]map[string]storedPin
@@ -47,14 +52,60 @@ func NewStore(dir statefile.Dir) *Store { return &Store{dir: dir} }
 // only what a review needs (see storedPin).
 func NewMemoryStore() *Store { return &Store{mem: map[string]map[string]storedPin{}} }
 
+// Shared is where a Store keeps pins that several gateways share: the
+// replicas of one team's gateway, in Redis (package bridge/state
+// implements it). Each method is one atomic step in the shared store, so
+// replicas pinning and approving at once never undo each other's work.
+type Shared interface {
+	// Load returns the server's pins (nil when it has none) and their
+	// version, a string that changes whenever they do ("" when there are
+	// none). When known is the version stored now, Load returns nil pins
+	// and known: the caller's copy is current.
+	Load(server, known string) (pins *ServerPins, version string, err error)
+	// Add stores pins, keeping any already stored for the same tool.
+	Add(server string, pins map[string]Pin) error
+	// Put stores pins, replacing those stored for the same tools.
+	Put(server string, pins map[string]Pin) error
+	// Forget removes the named pins, or all of the server's when names
+	// is empty, and returns the names it removed, sorted.
+	Forget(server string, names []string) ([]string, error)
+	// Servers returns the servers that have pins, sorted.
+	Servers() ([]string, error)
+	// String says where the pins are kept, for messages (no secret).
+	String() string
+}
+
+// sharedPins is a server's pins as a shared store last gave them: their
+// version and what a review needs of each, with the field prints, so
+// that a changed tool's fields are named without another read, even while
+// the shared store cannot be reached.
+type sharedPins struct {
+	version string
+	tools   map[string]storedPin
+}
+
+// NewSharedStore returns a store that keeps the pins in sh, shared by
+// several gateways. A review reads them afresh (one round trip when they
+// did not change, see Shared.Load). While sh cannot be reached a review
+// uses the pins it last read and fails closed: a held tool stays held, a
+// tool with no pin is held rather than pinned, approvals wait; a server
+// whose pins were never read has all its tools held in mode pin.
+func NewSharedStore(sh Shared) *Store {
+	return &Store{shared: sh, cache: map[string]sharedPins{}}
+}
+
 // Persistent reports whether the pins outlive the process.
 func (s *Store) Persistent() bool { return s.mem == nil }
 
 // Dir is where the pins are kept: the state directory's pins
-// subdirectory, or "" for a memory store.
+// subdirectory, the shared store (see Shared.String), or "" for a memory
+// store.
 func (s *Store) Dir() string {
 	if s.mem != nil {
 		return ""
+	}
+	if s.shared != nil {
+		return s.shared.String()
 	}
 	p, _ := s.dir.Path(pinsDir)
 	return p
@@ -88,6 +139,13 @@ func (s *Store) Load(server string) (*ServerPins, error) {
 	name, err := fileName(server)
 	if err != nil {
 		return nil, err
+	}
+	if s.shared != nil {
+		p, _, err := s.shared.Load(server, "")
+		if err != nil {
+			return nil, fmt.Errorf("loading pins of server %q: %w", server, err)
+		}
+		return p, nil
 	}
 	return s.readFile(server, name) // written atomically: no lock needed to read
 }
@@ -129,6 +187,9 @@ func (s *Store) stored(server string) (*pinSet, error) {
 		}
 		return nil, nil
 	}
+	if s.shared != nil {
+		return s.storedShared(server)
+	}
 	// Every write replaces the file (a new inode), so an unchanged
 	// file, size and modification time mean the pins read last time.
 	path, err := s.dir.Path(name)
@@ -157,6 +218,30 @@ func (s *Store) stored(server string) (*pinSet, error) {
 	return &pinSet{stored: tools}, nil
 }
 
+// storedShared is stored for a shared store; s.mu is held. The round
+// trip is made under the lock, which only orders this process's reviews.
+func (s *Store) storedShared(server string) (*pinSet, error) {
+	c, cached := s.cache[server]
+	p, version, err := s.shared.Load(server, c.version)
+	switch {
+	case err != nil && cached:
+		return &pinSet{stored: c.tools, stale: true}, nil
+	case err != nil:
+		return nil, fmt.Errorf("loading pins of server %q: %w", server, err)
+	case cached && p == nil && version != "" && version == c.version:
+		return &pinSet{stored: c.tools}, nil
+	case p == nil:
+		delete(s.cache, server)
+		return nil, nil
+	}
+	tools := make(map[string]storedPin, len(p.Tools))
+	for tool, pin := range p.Tools {
+		tools[tool] = pin.storePrinted(nil)
+	}
+	s.cache[server] = sharedPins{version: version, tools: tools}
+	return &pinSet{stored: tools}, nil
+}
+
 // readPins is a pin file as last read, so that a gateway re-reviewing on
 // every catalog change does not parse an unchanged file again. Its map is
 // never changed once made.
@@ -172,6 +257,9 @@ func (s *Store) update(server string, inFile func(map[string]Pin), inMemory func
 	name, err := fileName(server)
 	if err != nil {
 		return err
+	}
+	if s.shared != nil {
+		return errors.New("internal error: a shared store changes pins through Shared")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -261,6 +349,12 @@ func (s *Store) add(server string, pins map[string]Pin, prints map[string]*field
 	if len(pins) == 0 {
 		return nil
 	}
+	if s.shared != nil {
+		if err := s.shared.Add(server, pins); err != nil {
+			return fmt.Errorf("saving pins of server %q: %w", server, err)
+		}
+		return nil
+	}
 	return s.update(server,
 		func(tools map[string]Pin) { addPins(tools, pins, filePin) },
 		func(tools map[string]storedPin) {
@@ -274,6 +368,14 @@ func (s *Store) Approve(server string, defs []Definition, now time.Time) error {
 	if len(defs) == 0 {
 		return nil
 	}
+	if s.shared != nil {
+		pins := map[string]Pin{}
+		approvePins(pins, defs, now, filePin)
+		if err := s.shared.Put(server, pins); err != nil {
+			return fmt.Errorf("approving tools of server %q: %w", server, err)
+		}
+		return nil
+	}
 	return s.update(server,
 		func(tools map[string]Pin) { approvePins(tools, defs, now, filePin) },
 		func(tools map[string]storedPin) { approvePins(tools, defs, now, memoryPin) })
@@ -282,6 +384,16 @@ func (s *Store) Approve(server string, defs []Definition, now time.Time) error {
 // Forget removes the named pins of a server, or all of them when names is
 // empty. It returns the names it removed, sorted.
 func (s *Store) Forget(server string, names ...string) ([]string, error) {
+	if s.shared != nil {
+		if _, err := fileName(server); err != nil {
+			return nil, err
+		}
+		removed, err := s.shared.Forget(server, names)
+		if err != nil {
+			return nil, fmt.Errorf("forgetting pins of server %q: %w", server, err)
+		}
+		return removed, nil
+	}
 	var removed []string
 	err := s.update(server,
 		func(tools map[string]Pin) { removed = forgetPins(tools, names) },
@@ -295,6 +407,13 @@ func (s *Store) Servers() ([]string, error) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return slices.Sorted(maps.Keys(s.mem)), nil
+	}
+	if s.shared != nil {
+		out, err := s.shared.Servers()
+		if err != nil {
+			return nil, fmt.Errorf("listing pinned servers: %w", err)
+		}
+		return out, nil
 	}
 	files, err := s.dir.List(pinsDir)
 	if err != nil {
@@ -325,6 +444,12 @@ func (s *Store) Review(p config.Trust, server string, defs []Definition, now tim
 		return Review{Server: server}, err
 	}
 	r, err := evaluate(p, server, pins, defs, now, approveCmd, &s.memo)
+	if err == nil && pins != nil && pins.stale {
+		// The shared store cannot be reached: what it holds now is
+		// unknown, so nothing is pinned and nothing new is trusted.
+		holdUnpinned(p, &r)
+		return r, nil
+	}
 	if errors.Is(err, errNoDefinition) && s.mem == nil {
 		// A tool changed: its reason names the changed fields, which
 		// only the file's definitions tell. Reading it again may find
@@ -347,4 +472,20 @@ func (s *Store) Review(p config.Trust, server string, defs []Definition, now tim
 		return r, err
 	}
 	return r, nil
+}
+
+// holdUnpinned turns the first-use pins of a review made on stale pins
+// into holds: another gateway may have pinned those tools otherwise, and
+// whether it did cannot be known until the shared store answers again.
+func holdUnpinned(p config.Trust, r *Review) {
+	for i := range r.Verdicts {
+		v := &r.Verdicts[i]
+		if !v.FirstUse {
+			continue
+		}
+		v.FirstUse, v.State, v.Pin = false, StateNew, nil
+		v.Held = p.Mode == config.TrustPin
+		v.Reason = "it is not pinned yet and the shared pins cannot be read now (Redis is unavailable), so it cannot be pinned until they can"
+	}
+	r.NewPins, r.prints = map[string]Pin{}, nil
 }

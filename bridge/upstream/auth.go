@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/toolbridge/toolbridge/bridge/upstream/oauth"
+	"github.com/toolbridge/toolbridge/config"
 )
 
 // loginPoll is how often a server that needs login looks for a token a
@@ -18,6 +19,8 @@ const loginPoll = 2 * time.Second
 // connection to it, so refreshes are single-flight across reconnects and
 // what the server asked for (its challenge, scopes for a step-up) is kept.
 type auths struct {
+	// open opens the token store (PoolOptions.OpenTokenStore).
+	open    func(*config.Config) (oauth.Store, error)
 	mu      sync.Mutex
 	store   oauth.Store
 	opened  bool
@@ -46,7 +49,11 @@ func (p *Pool) authFor(spec Spec) (*oauth.Client, error) {
 		return e.c, nil
 	}
 	if !a.opened {
-		a.store, a.openErr = oauth.OpenStore(p.cfg.Load())
+		open := a.open
+		if open == nil {
+			open = oauth.OpenStore
+		}
+		a.store, a.openErr = open(p.cfg.Load())
 		a.opened = true
 	}
 	if a.openErr != nil {

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/toolbridge/toolbridge/bridge/upstream/oauth"
 	"github.com/toolbridge/toolbridge/config"
 )
 
@@ -100,6 +101,10 @@ type PoolOptions struct {
 	// them. (What matters to the user, a server failing or lost, comes
 	// through Progress and errors instead.)
 	Logger *slog.Logger
+	// OpenTokenStore opens the store of the upstream OAuth tokens, once,
+	// when a remote server first needs it; nil is oauth.OpenStore (the
+	// OS keyring or state_dir). Replicas pass their shared one.
+	OpenTokenStore func(*config.Config) (oauth.Store, error)
 }
 
 // NewPool returns a pool for cfg that connects nothing yet (see Connect).
@@ -115,6 +120,7 @@ func NewPool(cfg *config.Config, opts PoolOptions, r *Relay) *Pool {
 	}
 	p := &Pool{
 		environ: opts.Environ, progress: opts.Progress, relay: r, version: opts.Version, onReconnect: opts.OnReconnect, onJoin: opts.OnJoin, logger: opts.Logger,
+		auth: auths{open: opts.OpenTokenStore},
 		life: life, cancel: cancel,
 		specs: map[string]Spec{}, ups: map[string]*Conn{}, statuses: map[string]ServerStatus{},
 		sups: map[string]*supervisor{},

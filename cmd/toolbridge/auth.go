@@ -30,13 +30,13 @@ func (a *app) authCmd() *cobra.Command {
 }
 
 // oauthClient builds the OAuth client of one configured server.
-func oauthClient(cfg *config.Config, name string) (*oauth.Client, error) {
+func (a *app) oauthClient(ctx context.Context, cfg *config.Config, name string) (*oauth.Client, error) {
 	s, ok := cfg.Servers[name]
 	if !ok {
 		names := slices.Sorted(maps.Keys(cfg.Servers))
 		return nil, fmt.Errorf("no server %q in the config (it has %s)", name, strings.Join(names, ", "))
 	}
-	store, err := oauth.OpenStore(cfg)
+	store, err := a.tokenStore(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +73,7 @@ A client_credentials server gets its token at once, without a browser.`,
 		if err != nil {
 			return err
 		}
-		c, err := oauthClient(cfg, args[0])
+		c, err := a.oauthClient(cmd.Context(), cfg, args[0])
 		if err != nil {
 			return err
 		}
@@ -156,7 +156,7 @@ func (a *app) authStatusCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		store, err := oauth.OpenStore(cfg)
+		store, err := a.tokenStore(cmd.Context(), cfg)
 		if err != nil {
 			return err
 		}
@@ -224,7 +224,7 @@ func (a *app) authLogoutCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		c, err := oauthClient(cfg, args[0])
+		c, err := a.oauthClient(cmd.Context(), cfg, args[0])
 		if err != nil {
 			return err
 		}

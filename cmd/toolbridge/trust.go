@@ -17,7 +17,6 @@ import (
 	"github.com/toolbridge/toolbridge/bridge"
 	"github.com/toolbridge/toolbridge/bridge/trust"
 	"github.com/toolbridge/toolbridge/config"
-	"github.com/toolbridge/toolbridge/config/statefile"
 	"github.com/toolbridge/toolbridge/config/toolid"
 )
 
@@ -28,14 +27,6 @@ func (a *app) trustCmd() *cobra.Command {
 		a.trustListCmd(), a.trustDiffCmd(), a.trustApproveCmd(), a.trustForgetCmd())
 }
 
-// pinStore opens the pins of cfg's state directory.
-func pinStore(cfg *config.Config) (*trust.Store, error) {
-	dir, err := statefile.Open(cfg.StateDir)
-	if err != nil {
-		return nil, fmt.Errorf("opening the pins: %w", err)
-	}
-	return trust.NewStore(dir), nil
-}
 
 // trustView is what the servers offer now, next to the pins.
 type trustView struct {
@@ -63,7 +54,7 @@ func (a *app) openTrust(ctx context.Context, f *configFlags) (*trustView, error)
 	if err != nil {
 		return nil, err
 	}
-	pins, err := pinStore(cfg)
+	pins, err := pinStore(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -446,7 +437,7 @@ func (a *app) trustForgetCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		pins, err := pinStore(cfg)
+		pins, err := pinStore(cmd.Context(), cfg)
 		if err != nil {
 			return err
 		}
