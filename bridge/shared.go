@@ -128,15 +128,37 @@ func (sh *shared) start(g *Gateway) {
 	if sh.own {
 		go sh.st.Watch(g.life, sharedHealthEvery)
 	}
-	go sh.watch.Watch(g.life, func() {
+	review := func() {
 		select {
 		case <-g.startup.done:
 		default:
 			return // the first publication reviews the pins anyway
 		}
 		g.refreshes.do("shared pins", func() { g.rebuild() })
-	})
+	}
+	go sh.watch.Watch(g.life, review)
+	// A review that could not read the pins (Redis down, or a pooled
+	// connection that died with it) kept or held what it could not check:
+	// once Redis answers, review again, whether or not the pins changed.
+	go func() {
+		tick := time.NewTicker(unreadRetry)
+		defer tick.Stop()
+		for {
+			select {
+			case <-g.life.Done():
+				return
+			case <-tick.C:
+			}
+			if sh.pins.Unread() && sh.st.Healthy() {
+				review()
+			}
+		}
+	}()
 }
+
+// unreadRetry is how often a gateway whose last review could not read the
+// shared pins checks whether it can now.
+const unreadRetry = time.Second
 
 func (sh *shared) close() {
 	if sh != nil && sh.own {

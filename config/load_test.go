@@ -87,7 +87,7 @@ func wantFull() Config {
 		Restart:           Restart{Initial: time.Second, Max: time.Minute},
 		MaxResultBytes:    2 << 20,
 		MaxToolsPerServer: 500,
-		Redis:             Redis{KeyPrefix: DefaultRedisKeyPrefix},
+		Redis:             Redis{KeyPrefix: DefaultRedisKeyPrefix, TokenKeyEnv: DefaultTokenKeyEnv},
 		Telemetry:         Telemetry{Exporter: ExporterOTLP, RecordContent: true, Prometheus: true},
 		Hooks: []Hook{{
 			Match:   "github::*",

@@ -265,7 +265,11 @@ const (
 func (p *Pins) Watch(ctx context.Context, changed func()) {
 	var last map[string]string
 	missed := false // a read failed since the last that worked
-	poll := func() {
+	// poll reads the versions and calls changed if they differ from the
+	// last read, or always when told is false: a message told of a
+	// change, and the read only brings last up to date, so that the next
+	// poll compares with what the gateway has seen.
+	poll := func(told bool) {
 		pctx, cancel := context.WithTimeout(ctx, 2*ioTimeout)
 		defer cancel()
 		v, err := p.versions(pctx)
@@ -276,12 +280,12 @@ func (p *Pins) Watch(ctx context.Context, changed func()) {
 		// After an outage the gateway reviews again even if nothing
 		// seems to have changed: it may have held tools while it
 		// could not read the pins at all.
-		if missed || last != nil && !maps.Equal(last, v) {
+		if !told && (missed || last != nil && !maps.Equal(last, v)) {
 			changed()
 		}
 		missed, last = false, v
 	}
-	poll()
+	poll(true)
 	for ctx.Err() == nil {
 		sub := p.st.rdb.Subscribe(ctx, p.channel())
 		p.listen(ctx, sub, poll, changed)
@@ -290,7 +294,7 @@ func (p *Pins) Watch(ctx context.Context, changed func()) {
 }
 
 // listen serves one subscription until it fails or ctx ends.
-func (p *Pins) listen(ctx context.Context, sub *redis.PubSub, poll, changed func()) {
+func (p *Pins) listen(ctx context.Context, sub *redis.PubSub, poll func(told bool), changed func()) {
 	up := false
 	lastPoll := time.Now()
 	for ctx.Err() == nil {
@@ -303,17 +307,19 @@ func (p *Pins) listen(ctx context.Context, sub *redis.PubSub, poll, changed func
 		case *redis.Subscription:
 			// (Re)subscribed: what changed while it was down is read now.
 			up = true
-			poll()
+			poll(false)
 			lastPoll = time.Now()
 			continue
 		case *redis.Message:
 			changed()
+			poll(true)
+			lastPoll = time.Now()
 			continue
 		}
 		var netErr interface{ Timeout() bool }
 		if errors.As(err, &netErr) && netErr.Timeout() {
 			if time.Since(lastPoll) >= wait {
-				poll()
+				poll(false)
 				lastPoll = time.Now()
 			}
 			continue
@@ -326,7 +332,7 @@ func (p *Pins) listen(ctx context.Context, sub *redis.PubSub, poll, changed func
 			if ctx.Err() != nil {
 				return
 			}
-			poll()
+			poll(false)
 			lastPoll = time.Now()
 			select {
 			case <-ctx.Done():

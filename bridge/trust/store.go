@@ -33,6 +33,9 @@ type Store struct {
 	// each server's last read, for reviews and for while it is down.
 	shared Shared
 	cache  map[string]sharedPins // guarded by mu
+	// unread are the servers whose pins the last review could not read
+	// from the shared store (guarded by mu): see Unread.
+	unread map[string]bool
 	// mem holds the pins instead of dir when there is no state directory.
 	// Its maps are replaced, never changed, so a review reads them unlocked.
 	mem map[string]map[string]storedPin
@@ -91,7 +94,16 @@ type sharedPins struct {
 // tool with no pin is held rather than pinned, approvals wait; a server
 // whose pins were never read has all its tools held in mode pin.
 func NewSharedStore(sh Shared) *Store {
-	return &Store{shared: sh, cache: map[string]sharedPins{}}
+	return &Store{shared: sh, cache: map[string]sharedPins{}, unread: map[string]bool{}}
+}
+
+// Unread reports whether the last review of some server could not read
+// its pins from the shared store, and so held or kept what it could not
+// check: the gateway reviews again once the store answers.
+func (s *Store) Unread() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.unread) > 0
 }
 
 // Persistent reports whether the pins outlive the process.
@@ -223,6 +235,11 @@ func (s *Store) stored(server string) (*pinSet, error) {
 func (s *Store) storedShared(server string) (*pinSet, error) {
 	c, cached := s.cache[server]
 	p, version, err := s.shared.Load(server, c.version)
+	if err != nil {
+		s.unread[server] = true
+	} else {
+		delete(s.unread, server)
+	}
 	switch {
 	case err != nil && cached:
 		return &pinSet{stored: c.tools, stale: true}, nil
