@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -149,7 +150,7 @@ func (sh *shared) start(g *Gateway) {
 				return
 			case <-tick.C:
 			}
-			if sh.pins.Unread() && sh.st.Healthy() {
+			if sh.pins.Unread(slices.Collect(maps.Keys(g.settings().cfg.Servers))...) && sh.st.Healthy() {
 				review()
 			}
 		}

@@ -184,3 +184,61 @@ func TestSharedPinsFirstStartAfterEmptyRedis(t *testing.T) {
 	}
 	t.Fatal("the replica did not pin its tools again after Redis came back empty")
 }
+
+// TestTokenKeyAtStart: with redis.url, a server with an auth block needs
+// the token key: missing or malformed, New fails naming the variable and
+// the server, never showing the value; with no such server a missing key
+// is fine (remote servers then go without OAuth), a malformed one is not.
+func TestTokenKeyAtStart(t *testing.T) {
+	srv := statetest.Start(t)
+	short := "c2l4dGVlbi1ieXRlLWtleQ=="
+	good := "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
+	withAuth := func() *config.Config {
+		cfg := sharedConfig(t, srv)
+		cfg.Servers = map[string]config.Server{"remote": {URL: "http://127.0.0.1:1/mcp", Auth: config.Auth{ClientID: "cid"}}}
+		return cfg
+	}
+	tests := []struct {
+		name    string
+		cfg     *config.Config
+		environ []string
+		want    string // "" for no error
+	}{
+		{"auth server, no key", withAuth(), nil, "$TOOLBRIDGE_TOKEN_KEY, which is not set"},
+		{"auth server, short key", withAuth(), []string{"TOOLBRIDGE_TOKEN_KEY=" + short}, "key 1 is 16 bytes, want 32"},
+		{"auth server, good key", withAuth(), []string{"TOOLBRIDGE_TOKEN_KEY=" + good}, ""},
+		{"no auth server, no key", sharedConfig(t, srv), nil, ""},
+		{"no auth server, short key", sharedConfig(t, srv), []string{"TOOLBRIDGE_TOKEN_KEY=" + short}, "key 1 is 16 bytes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g, err := New(tt.cfg, Options{Environ: tt.environ})
+			if err == nil {
+				_ = g.Close()
+			}
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("New: %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("New = %v, want an error with %q", err, tt.want)
+			case err != nil && len(tt.cfg.Servers) > 0 && !strings.Contains(err.Error(), "remote"):
+				t.Errorf("the error does not name the server that needs the key: %v", err)
+			case err != nil && (strings.Contains(err.Error(), short) || strings.Contains(err.Error(), good)):
+				t.Errorf("the error shows the key: %v", err)
+			}
+		})
+	}
+}
+
+// The token key is the gateway's: stdio servers inherit the rest of its
+// environment without it.
+func TestWithoutVar(t *testing.T) {
+	env := []string{"PATH=/bin", "TOOLBRIDGE_TOKEN_KEY=secret", "HOME=/h", "TOOLBRIDGE_TOKEN_KEY=again"}
+	got := withoutVar(env, "TOOLBRIDGE_TOKEN_KEY")
+	if !slices.Equal(got, []string{"PATH=/bin", "HOME=/h"}) {
+		t.Errorf("withoutVar = %v", got)
+	}
+	if env[1] != "TOOLBRIDGE_TOKEN_KEY=secret" {
+		t.Error("withoutVar changed its argument")
+	}
+}

@@ -236,6 +236,9 @@ func (p *Pins) Servers() ([]string, error) {
 	return out, nil
 }
 
+// Unreachable implements trust.Shared.
+func (p *Pins) Unreachable(err error) bool { return errors.Is(err, ErrUnavailable) }
+
 func (p *Pins) String() string {
 	return "Redis " + p.st.shown + " (key " + p.pinsKey("SERVER") + ")"
 }

@@ -76,6 +76,11 @@ type Shared interface {
 	Servers() ([]string, error)
 	// String says where the pins are kept, for messages (no secret).
 	String() string
+	// Unreachable reports whether err, from one of these methods, means
+	// the store could not be asked, as opposed to an answer that is
+	// wrong (a pin that does not decode): only then does a review go on
+	// with the pins it last read.
+	Unreachable(err error) bool
 }
 
 // sharedPins is a server's pins as a shared store last gave them: their
@@ -97,13 +102,18 @@ func NewSharedStore(sh Shared) *Store {
 	return &Store{shared: sh, cache: map[string]sharedPins{}, unread: map[string]bool{}}
 }
 
-// Unread reports whether the last review of some server could not read
-// its pins from the shared store, and so held or kept what it could not
-// check: the gateway reviews again once the store answers.
-func (s *Store) Unread() bool {
+// Unread reports whether the last review of one of servers could not
+// read its pins from the shared store, and so held or kept what it could
+// not check: the gateway reviews again once the store answers.
+func (s *Store) Unread(servers ...string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.unread) > 0
+	for _, name := range servers {
+		if s.unread[name] {
+			return true
+		}
+	}
+	return false
 }
 
 // Persistent reports whether the pins outlive the process.
@@ -241,7 +251,7 @@ func (s *Store) storedShared(server string) (*pinSet, error) {
 		delete(s.unread, server)
 	}
 	switch {
-	case err != nil && cached:
+	case err != nil && cached && s.shared.Unreachable(err):
 		return &pinSet{stored: c.tools, stale: true}, nil
 	case err != nil:
 		return nil, fmt.Errorf("loading pins of server %q: %w", server, err)
@@ -370,6 +380,11 @@ func (s *Store) add(server string, pins map[string]Pin, prints map[string]*field
 		if err := s.shared.Add(server, pins); err != nil {
 			return fmt.Errorf("saving pins of server %q: %w", server, err)
 		}
+		// Read them back, so that the pins this review trusted are the
+		// ones kept for while the shared store cannot be reached.
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		_, _ = s.storedShared(server)
 		return nil
 	}
 	return s.update(server,
