@@ -199,10 +199,14 @@ func (p *Pins) write(server, mode string, pins map[string]trust.Pin) error {
 }
 
 // Add implements trust.Shared.
-func (p *Pins) Add(server string, pins map[string]trust.Pin) error { return p.write(server, "add", pins) }
+func (p *Pins) Add(server string, pins map[string]trust.Pin) error {
+	return p.write(server, "add", pins)
+}
 
 // Put implements trust.Shared.
-func (p *Pins) Put(server string, pins map[string]trust.Pin) error { return p.write(server, "put", pins) }
+func (p *Pins) Put(server string, pins map[string]trust.Pin) error {
+	return p.write(server, "put", pins)
+}
 
 // Forget implements trust.Shared.
 func (p *Pins) Forget(server string, names []string) ([]string, error) {

@@ -27,7 +27,6 @@ func (a *app) trustCmd() *cobra.Command {
 		a.trustListCmd(), a.trustDiffCmd(), a.trustApproveCmd(), a.trustForgetCmd())
 }
 
-
 // trustView is what the servers offer now, next to the pins.
 type trustView struct {
 	policy     config.Trust
