@@ -234,7 +234,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		server.WithPromptFilter(g.filterPrompts),
 		server.WithToolHandlerMiddleware(g.countCalls),
 		server.WithToolHandlerMiddleware(g.traceToolCalls),
-		server.WithToolHandlerMiddleware(newInFlight(cfg.Serve.MaxInFlight, opts.CallLimiter, logger).middleware),
+		server.WithToolHandlerMiddleware(newInFlight(cfg.Serve.MaxInFlight, sh.callLimiter(opts.CallLimiter, cfg.Serve.MaxInFlight), logger).middleware),
 		// tools/list_changed is sent by the gateway itself, to each
 		// session whose view changed (see toolsChanged); initialize still
 		// declares listChanged (see declareToolsListChanged).

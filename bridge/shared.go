@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolbridge/toolbridge/bridge/access"
 	"github.com/toolbridge/toolbridge/bridge/state"
 	"github.com/toolbridge/toolbridge/bridge/trust"
 	"github.com/toolbridge/toolbridge/bridge/upstream/oauth"
@@ -160,6 +161,18 @@ func (sh *shared) start(g *Gateway) {
 // unreadRetry is how often a gateway whose last review could not read the
 // shared pins checks whether it can now.
 const unreadRetry = time.Second
+
+var _ access.CallLimiter = (*state.Limits)(nil)
+
+// callLimiter is the limiter of serve.max_in_flight: given, else with
+// shared state one that counts a caller's calls on every replica (see
+// state.Limits for its bound), else nil (in memory, per process).
+func (sh *shared) callLimiter(given access.CallLimiter, limit int) access.CallLimiter {
+	if given != nil || sh == nil || limit <= 0 {
+		return given
+	}
+	return state.NewLimits(sh.st, limit, access.ErrLimitReached)
+}
 
 func (sh *shared) close() {
 	if sh != nil && sh.own {
