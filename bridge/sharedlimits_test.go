@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -57,8 +58,17 @@ func TestMaxInFlightAcrossReplicas(t *testing.T) {
 	first := make(chan string, 1)
 	go func() { first <- call1("alice") }()
 	<-started
-	if out := call2("alice"); !strings.Contains(out, "already has 1 tool calls running") {
-		t.Fatalf("alice's second call, on the other replica: %s, want the max_in_flight refusal", out)
+	refused := make(chan string, 1)
+	go func() { refused <- call2("alice") }()
+	select {
+	case out := <-refused:
+		if !strings.Contains(out, "already has 1 tool calls running") {
+			close(unblock)
+			t.Fatalf("alice's second call, on the other replica: %s, want the max_in_flight refusal", out)
+		}
+	case <-time.After(30 * time.Second):
+		close(unblock)
+		t.Fatal("alice's second call, on the other replica, ran instead of being refused: each replica counts alone")
 	}
 	second := make(chan string, 1)
 	go func() { second <- call2("bob") }()
