@@ -189,7 +189,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if opts.StartSummary && opts.Progress != nil {
 		g.summary = opts.Progress
 	}
-	if err := g.newMetrics(cfg, opts.RedisHealth); err != nil {
+	if err := g.newMetrics(cfg, sh.redisHealth(opts.RedisHealth)); err != nil {
 		_ = live.hooks.Close()
 		if sem != nil {
 			sem.Close()
@@ -197,6 +197,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		if ownTel {
 			_ = tel.Shutdown(context.Background())
 		}
+		sh.close()
 		return nil, err
 	}
 	g.startup.done = make(chan struct{})

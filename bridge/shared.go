@@ -174,6 +174,15 @@ func (sh *shared) callLimiter(given access.CallLimiter, limit int) access.CallLi
 	return state.NewLimits(sh.st, limit, access.ErrLimitReached)
 }
 
+// redisHealth is what feeds toolbridge_redis_up: given, else a ping of
+// the shared Redis, else nil (no redis.url: no metric).
+func (sh *shared) redisHealth(given func(context.Context) error) func(context.Context) error {
+	if given != nil || sh == nil {
+		return given
+	}
+	return sh.st.Ping
+}
+
 func (sh *shared) close() {
 	if sh != nil && sh.own {
 		_ = sh.st.Close()
