@@ -38,7 +38,7 @@ func TestMaxInFlightAcrossReplicas(t *testing.T) {
 		cfg := sharedConfig(t, srv)
 		cfg.Trust.Mode = "off"
 		cfg.Serve.MaxInFlight = 1
-		cfg.Timeouts.Call = 0
+		cfg.Timeouts.Call = 5 * time.Minute // the calls end when the test says
 		g, err := New(cfg, Options{})
 		if err != nil {
 			t.Fatal(err)
