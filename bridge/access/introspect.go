@@ -182,8 +182,9 @@ func numericDate(m map[string]any, name string) (time.Time, bool, error) {
 	return time.Unix(int64(f), 0), true, nil
 }
 
-// claimStrings reads a claim that is a string or a list of strings; split
-// splits a string on spaces (scope).
+// claimStrings reads a claim that is a string or a list of strings, from a
+// JWT or an introspection answer; split splits a string on spaces (the
+// scope claim, RFC 8693 §4.2).
 func claimStrings(raw any, split bool) []string {
 	switch x := raw.(type) {
 	case string:
@@ -202,6 +203,8 @@ func claimStrings(raw any, split bool) []string {
 			}
 		}
 		return out
+	case []string:
+		return slices.Clone(x)
 	}
 	return nil
 }

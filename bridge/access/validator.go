@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -302,27 +301,7 @@ func stringsClaim(tok jwt.Token, name string, split bool) []string {
 	if err := tok.Get(name, &raw); err != nil {
 		return nil
 	}
-	switch x := raw.(type) {
-	case string:
-		if split {
-			return strings.Fields(x)
-		}
-		if x == "" {
-			return nil
-		}
-		return []string{x}
-	case []any:
-		out := make([]string, 0, len(x))
-		for _, e := range x {
-			if s, ok := e.(string); ok && s != "" {
-				out = append(out, s)
-			}
-		}
-		return out
-	case []string:
-		return slices.Clone(x)
-	}
-	return nil
+	return claimStrings(raw, split)
 }
 
 // keyProvider gives the library the one key that may verify a signature:
