@@ -141,18 +141,7 @@ type pruned struct {
 func (ix *Index) accumulateTop(groups []queryGroup, sc *scratch, k int, must []int) *pruned {
 	boost := 1 + ix.opts.NameCoverage
 	refs := ix.resolve(groups)
-	// Each group's bound: the best of its alternatives'.
-	ub := make([]float64, len(groups))
-	for j, r := range refs {
-		for _, a := range r.alts {
-			ub[j] = max(ub[j], a.wq*ix.termBound(a.e))
-		}
-	}
-	order := make([]int, len(groups))
-	for j := range order {
-		order[j] = j
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(ub[b], ub[a]) })
+	ub, order := ix.groupBounds(refs)
 	// rest[i] is what the groups from order[i] on can add at most.
 	rest := make([]float64, len(order)+1)
 	for i := len(order) - 1; i >= 0; i-- {
@@ -630,4 +619,23 @@ func (ix *Index) admitFeedback(groups []queryGroup, sc *scratch, pr *pruned, ter
 		return
 	}
 	ix.admit(groups, pr.refs, sc, add)
+}
+
+// groupBounds returns each group's score bound (the best of its
+// alternatives') and the groups' order by that bound, highest first: the
+// order both pruned passes read postings in, so that the rarest, most
+// telling terms decide early which documents can still rank.
+func (ix *Index) groupBounds(refs []groupRef) (ub []float64, order []int) {
+	ub = make([]float64, len(refs))
+	for j, r := range refs {
+		for _, a := range r.alts {
+			ub[j] = max(ub[j], a.wq*ix.termBound(a.e))
+		}
+	}
+	order = make([]int, len(refs))
+	for j := range order {
+		order[j] = j
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(ub[b], ub[a]) })
+	return ub, order
 }

@@ -1,7 +1,6 @@
 package search
 
 import (
-	"cmp"
 	"math"
 	"slices"
 )
@@ -80,17 +79,7 @@ func (ix *Index) accumulateClausesTop(groups []queryGroup, sc *scratch, k int, m
 		// admitFeedback would have no fused score to give a document.
 		return nil, nil
 	}
-	ub := make([]float64, len(groups))
-	for j, r := range refs {
-		for _, a := range r.alts {
-			ub[j] = max(ub[j], a.wq*ix.termBound(a.e))
-		}
-	}
-	order := make([]int, len(groups))
-	for j := range order {
-		order[j] = j
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(ub[b], ub[a]) })
+	ub, order := ix.groupBounds(refs)
 	// rest[i] and crest[i][c] are what the groups from order[i] on can
 	// add at most to A and to C[c].
 	rest := make([]float64, len(order)+1)
