@@ -243,6 +243,8 @@ func (p *Pins) Servers() ([]string, error) {
 // Unreachable implements trust.Shared.
 func (p *Pins) Unreachable(err error) bool { return errors.Is(err, ErrUnavailable) }
 
+// String says where the pins are, for messages: the Redis URL without its
+// password and the key pattern.
 func (p *Pins) String() string {
 	return "Redis " + p.st.shown + " (key " + p.pinsKey("SERVER") + ")"
 }

@@ -262,10 +262,14 @@ func (t *Tokens) Delete(ctx context.Context, server string) error {
 	return nil
 }
 
+// String says where the tokens are, for messages such as auth status: the
+// Redis URL without its password and the key pattern, never a token.
 func (t *Tokens) String() string {
 	return "Redis " + t.st.shown + " (key " + t.tokenKeyName("NAME") + ", encrypted)"
 }
 
+// remember keeps the last record read for server, so that a replica can go
+// on sending it while Redis is down.
 func (t *Tokens) remember(server string, r *oauth.Record) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
