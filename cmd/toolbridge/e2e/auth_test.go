@@ -104,7 +104,7 @@ func authLogin(t *testing.T, cfg string) string {
 }
 
 // waitUntil polls cond with a generous deadline.
-func waitUntil(t *testing.T, what string, cond func() bool) {
+func waitUntil(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
 	for !cond() {

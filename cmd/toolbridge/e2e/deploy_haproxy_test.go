@@ -33,7 +33,7 @@ const haproxyConfig = "../../../examples/deploy/haproxy.cfg"
 const balancedHost = "toolbridge.example.com"
 
 // haproxyPath finds Debian's haproxy (CI installs it: see .ci/run).
-func haproxyPath(t *testing.T) string {
+func haproxyPath(t testing.TB) string {
 	t.Helper()
 	if p, err := exec.LookPath("haproxy"); err == nil {
 		return p
@@ -49,7 +49,7 @@ func haproxyPath(t *testing.T) string {
 // and server addresses replaced by front and replicas, and checks it with
 // haproxy -c. It fails the test if the example no longer has the
 // addresses it replaces, so the test never runs some other config.
-func writeHAProxyConfig(t *testing.T, haproxy string, front int, replicas []int) string {
+func writeHAProxyConfig(t testing.TB, haproxy string, front int, replicas []int) string {
 	t.Helper()
 	b, err := os.ReadFile(haproxyConfig)
 	if err != nil {
@@ -66,6 +66,16 @@ func writeHAProxyConfig(t *testing.T, haproxy string, front int, replicas []int)
 		}
 		text = strings.Replace(text, old, repl, 1)
 	}
+	// Fewer replicas than the example lists (the benchmark's 1 and 2): the
+	// example's other server lines go, so no request is sent to whatever
+	// may listen on their ports.
+	for i := len(replicas); ; i++ {
+		line := fmt.Sprintf("    server toolbridge%d 127.0.0.1:%d check\n", i+1, 8081+i)
+		if !strings.Contains(text, line) {
+			break
+		}
+		text = strings.Replace(text, line, "", 1)
+	}
 	path := filepath.Join(t.TempDir(), "haproxy.cfg")
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
@@ -78,7 +88,7 @@ func writeHAProxyConfig(t *testing.T, haproxy string, front int, replicas []int)
 }
 
 // startHAProxy runs haproxy in the foreground on cfg until the test ends.
-func startHAProxy(t *testing.T, haproxy, cfg string) *testenv.SyncBuffer {
+func startHAProxy(t testing.TB, haproxy, cfg string) *testenv.SyncBuffer {
 	t.Helper()
 	out := &testenv.SyncBuffer{}
 	cmd := exec.Command(haproxy, "-db", "-f", cfg)
@@ -369,14 +379,22 @@ func (r *replicaCounter) counts() map[string]int {
 	return maps.Clone(r.n)
 }
 
-// balancedTransport sends every request as a client of balancedHost and
-// counts which replica answered.
-type balancedTransport struct{ seen *replicaCounter }
+// balancedTransport sends every request as a client of balancedHost,
+// through base (http.DefaultTransport when nil), and counts which replica
+// answered.
+type balancedTransport struct {
+	seen *replicaCounter
+	base http.RoundTripper
+}
 
 func (b balancedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	req = req.Clone(req.Context())
 	req.Host = balancedHost
-	resp, err := http.DefaultTransport.RoundTrip(req)
+	base := b.base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	resp, err := base.RoundTrip(req)
 	if err == nil {
 		if name := resp.Header.Get("X-Toolbridge-Replica"); name != "" {
 			b.seen.mu.Lock()
@@ -394,10 +412,18 @@ type statelessConn struct {
 	seen *replicaCounter
 }
 
-func statelessClient(ctx context.Context, t *testing.T, url string) statelessConn {
+func statelessClient(ctx context.Context, t testing.TB, url string) statelessConn {
+	t.Helper()
+	return statelessClientVia(ctx, t, url, nil)
+}
+
+// statelessClientVia is statelessClient sending through base (the shared
+// http.DefaultTransport when nil): a benchmark gives each client its own
+// connections, as separate agents have.
+func statelessClientVia(ctx context.Context, t testing.TB, url string, base http.RoundTripper) statelessConn {
 	t.Helper()
 	seen := &replicaCounter{n: map[string]int{}}
-	tr, err := transport.NewStreamableHTTP(url, transport.WithHTTPBasicClient(&http.Client{Transport: balancedTransport{seen}}))
+	tr, err := transport.NewStreamableHTTP(url, transport.WithHTTPBasicClient(&http.Client{Transport: balancedTransport{seen: seen, base: base}}))
 	if err != nil {
 		t.Fatal(err)
 	}

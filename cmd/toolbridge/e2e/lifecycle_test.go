@@ -334,7 +334,7 @@ func (p *stdioProc) toolResult(name string, m rpcMessage) (bool, string) {
 
 // demoConfig writes a config with the demo-server's math and text servers
 // over stdio, plus extra YAML under mcpServers.
-func demoConfig(t *testing.T, top, extraServers string) string {
+func demoConfig(t testing.TB, top, extraServers string) string {
 	t.Helper()
 	demo := demoServerBinary(t)
 	return writeConfig(t, "toolbridge.yaml", top+"mcpServers:\n"+

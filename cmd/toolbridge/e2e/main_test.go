@@ -72,12 +72,12 @@ func TestMain(m *testing.M) {
 // process's, a default state directory of the test's own (so pins one
 // test records never meet another test's servers; a state_dir the config
 // or env sets still wins), then env, which wins.
-func testEnv(t *testing.T, env []string) []string {
+func testEnv(t testing.TB, env []string) []string {
 	return append(append(os.Environ(), "XDG_STATE_HOME="+t.TempDir()), env...)
 }
 
 // writeConfig writes a config file into a temp dir and returns its path.
-func writeConfig(t *testing.T, name, content string) string {
+func writeConfig(t testing.TB, name, content string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), name)
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/toolbridge/toolbridge/bridge/state/statetest"
 	"github.com/toolbridge/toolbridge/cmd/toolbridge/internal/testenv"
+	"github.com/toolbridge/toolbridge/trace/tracetest"
 )
 
 // startReplicasHAProxy runs examples/deploy/haproxy.cfg (see
@@ -25,7 +26,7 @@ import (
 // `http-reuse never` (its comment says why: a kill -9 under load made a
 // pooled connection fail a call that was not in flight). It returns the
 // /mcp URL once every replica has answered through it.
-func startReplicasHAProxy(t *testing.T, ports []int) string {
+func startReplicasHAProxy(t testing.TB, ports []int) string {
 	t.Helper()
 	haproxy := haproxyPath(t)
 	front := testenv.FreePort(t)
@@ -59,8 +60,24 @@ func startReplicasHAProxy(t *testing.T, ports []int) string {
 	return base + "/mcp"
 }
 
+// startReplicas starts n `toolbridge serve` replicas of one config (the
+// demo servers, state in the Redis at redisURL, balancedHost allowed) on
+// free ports, and returns them with their ports.
+func startReplicas(tb testing.TB, redisURL string, n int) ([]*httpGateway, []int) {
+	tb.Helper()
+	cfg := demoConfig(tb, "mode: on\nserve:\n  allowed_hosts: ["+balancedHost+"]\nredis:\n  url: "+redisURL+"\n  key_prefix: \"e2e:\"\n", "")
+	var replicas []*httpGateway
+	var ports []int
+	for range n {
+		port := testenv.FreePort(tb)
+		replicas = append(replicas, startGateway(tb, testEnv(tb, nil), port, "serve", "-c", cfg))
+		ports = append(ports, port)
+	}
+	return replicas, ports
+}
+
 // legacyClient is an mcp-go client on a 2025-11-25 session.
-func legacyClient(t *testing.T, url string) *client.Client {
+func legacyClient(t testing.TB, url string) *client.Client {
 	t.Helper()
 	c, err := client.NewStreamableHttpClient(url)
 	if err != nil {
@@ -104,13 +121,34 @@ func add(ctx context.Context, c *client.Client, a, b int) error {
 	return nil
 }
 
+// replicaRequests scrapes r's /metrics (on its MCP listener: the
+// replicas have no token, so it needs none) and sums
+// toolbridge_requests_total over every method.
+func replicaRequests(t *testing.T, r *httpGateway) float64 {
+	t.Helper()
+	s, err := tracetest.ScrapeURL(r.base+"/metrics", nil)
+	if err != nil {
+		t.Fatalf("%v\nstderr:\n%s", err, r.stderr)
+	}
+	f := s.Families["toolbridge_requests_total"]
+	if f == nil {
+		t.Fatalf("toolbridge_requests_total absent from %s/metrics; toolbridge families: %v", r.base, s.Names("toolbridge_"))
+	}
+	var sum float64
+	for _, m := range f.GetMetric() {
+		sum += m.GetCounter().GetValue()
+	}
+	return sum
+}
+
 // TestReplicasBehindHAProxy (#23): Redis, three `toolbridge serve`
 // replicas and HAProxy in round robin, all real processes on 127.0.0.1.
 //
 //   - The official TypeScript SDK client runs a bridge session over
 //     2025-11-25 (with a session id) through HAProxy, and mcp-go's client
 //     runs requests over 2026-07-28; requests land on every replica
-//     (the X-Toolbridge-Replica header HAProxy adds) and every answer is correct.
+//     (the X-Toolbridge-Replica header HAProxy adds, and each replica's
+//     toolbridge_requests_total on /metrics) and every answer is correct.
 //   - A session opened through one replica is served by the others when
 //     HAProxy is bypassed.
 //   - With 20 clients (2025-11-25 sessions) calling for 30 s, one replica
@@ -122,14 +160,7 @@ func add(ctx context.Context, c *client.Client, a, b int) error {
 //     session is 404, and a new session works.
 func TestReplicasBehindHAProxy(t *testing.T) {
 	redis := statetest.Start(t)
-	cfg := demoConfig(t, "mode: on\nserve:\n  allowed_hosts: ["+balancedHost+"]\nredis:\n  url: "+redis.URL()+"\n  key_prefix: \"e2e:\"\n", "")
-	var replicas []*httpGateway
-	var ports []int
-	for range 3 {
-		port := testenv.FreePort(t)
-		replicas = append(replicas, startGateway(t, testEnv(t, nil), port, "serve", "-c", cfg))
-		ports = append(ports, port)
-	}
+	replicas, ports := startReplicas(t, redis.URL(), 3)
 	url := startReplicasHAProxy(t, ports)
 	stderrs := func() string {
 		var b strings.Builder
@@ -160,6 +191,10 @@ func TestReplicasBehindHAProxy(t *testing.T) {
 	modernConn := statelessClient(t.Context(), t, url)
 	modern := modernConn.c
 	before := modernConn.seen.counts()
+	requestsBefore := make([]float64, len(replicas))
+	for i, r := range replicas {
+		requestsBefore[i] = replicaRequests(t, r)
+	}
 	for i := range 9 {
 		if err := add(t.Context(), modern, i, 10); err != nil {
 			t.Fatalf("2026-07-28 call %d through HAProxy: %v\n%s", i, err, stderrs())
@@ -171,6 +206,17 @@ func TestReplicasBehindHAProxy(t *testing.T) {
 	}
 	for name, n := range after {
 		t.Logf("replica %s: %d of the nine 2026-07-28 calls", name, n-before[name])
+	}
+	// The replicas' own metrics say the same: each one's
+	// toolbridge_requests_total grew while the nine calls ran (nothing
+	// else sends requests then; HAProxy's health checks are GET /readyz,
+	// which is not an MCP request).
+	for i, r := range replicas {
+		grew := replicaRequests(t, r) - requestsBefore[i]
+		t.Logf("replica %d: toolbridge_requests_total grew by %v during the 2026-07-28 calls", i+1, grew)
+		if grew < 1 {
+			t.Errorf("replica %d: toolbridge_requests_total grew by %v during the nine 2026-07-28 calls through HAProxy, want at least 1: not every replica took requests", i+1, grew)
+		}
 	}
 
 	// A session opened on replica 1 is served by replicas 2 and 3 directly.
