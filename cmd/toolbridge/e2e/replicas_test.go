@@ -123,22 +123,34 @@ func add(ctx context.Context, c *client.Client, a, b int) error {
 
 // replicaRequests scrapes r's /metrics (on its MCP listener: the
 // replicas have no token, so it needs none) and sums
-// toolbridge_requests_total over every method.
+// toolbridge_requests_total over every method. A replica that has had no
+// request yet has no such family (a counter appears at its first count),
+// which is 0; the scrape itself must work, and must name the replica.
 func replicaRequests(t *testing.T, r *httpGateway) float64 {
 	t.Helper()
 	s, err := tracetest.ScrapeURL(r.base+"/metrics", nil)
 	if err != nil {
 		t.Fatalf("%v\nstderr:\n%s", err, r.stderr)
 	}
-	f := s.Families["toolbridge_requests_total"]
-	if f == nil {
-		t.Fatalf("toolbridge_requests_total absent from %s/metrics; toolbridge families: %v", r.base, s.Names("toolbridge_"))
+	if s.Families["toolbridge_replica_info"] == nil {
+		t.Fatalf("toolbridge_replica_info absent from %s/metrics: not a toolbridge scrape; families: %v", r.base, s.Names(""))
 	}
 	var sum float64
-	for _, m := range f.GetMetric() {
+	for _, m := range s.Families["toolbridge_requests_total"].GetMetric() {
 		sum += m.GetCounter().GetValue()
 	}
 	return sum
+}
+
+// processDead reports whether pid is gone or a zombie: either way it has
+// exited and the kernel has closed its sockets.
+func processDead(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	return i < 0 || strings.HasPrefix(strings.TrimSpace(string(b[i+1:])), "Z")
 }
 
 // TestReplicasBehindHAProxy (#23): Redis, three `toolbridge serve`
@@ -250,6 +262,7 @@ func TestReplicasBehindHAProxy(t *testing.T) {
 		mu            sync.Mutex
 		failures      []string
 		killedAt      atomic.Int64 // calls made before the kill
+		dead          atomic.Bool  // the killed replica has exited: its sockets are closed
 		afterKill     = make([]atomic.Int64, clients)
 		lateFailures  = make([]atomic.Int64, clients) // failures after the client's first success past the kill
 	)
@@ -264,6 +277,10 @@ func TestReplicasBehindHAProxy(t *testing.T) {
 		wg.Go(func() {
 			for n := 0; ctx.Err() == nil; n++ {
 				callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+				// Only a call sent once the replica is dead can prove the
+				// session moved: one sent just before the kill may be
+				// answered by the dying replica and the next one fail.
+				sentAfterDeath := dead.Load()
 				start := time.Now()
 				err := add(callCtx, c, i, n)
 				took := time.Since(start)
@@ -280,7 +297,7 @@ func TestReplicasBehindHAProxy(t *testing.T) {
 					mu.Unlock()
 					continue
 				}
-				if killed {
+				if sentAfterDeath {
 					afterKill[i].Add(1)
 				}
 			}
@@ -291,6 +308,8 @@ func TestReplicasBehindHAProxy(t *testing.T) {
 	if err := replicas[1].cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
+	waitUntil(t, "the killed replica to exit", func() bool { return processDead(replicas[1].cmd.Process.Pid) })
+	dead.Store(true)
 	wg.Wait()
 	t.Logf("replica kill -9 under load: %d calls by %d clients in %s, %d failed (in flight on the killed replica)", calls.Load(), clients, run, failed.Load())
 	for _, f := range failures {
@@ -302,7 +321,8 @@ func TestReplicasBehindHAProxy(t *testing.T) {
 	// close it: HAProxy's 502 "incomplete response", not retried because
 	// the call may have had its effect). Both happen only before the
 	// client's session has moved to another replica; once a client has a
-	// call answered after the kill, none of its calls may fail.
+	// call sent and answered after the replica exited, none of its calls
+	// may fail.
 	for _, f := range failures {
 		if !strings.Contains(f, "after the kill: true") {
 			t.Errorf("a call failed before any replica was killed: %s", f)
