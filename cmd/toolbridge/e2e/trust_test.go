@@ -323,11 +323,19 @@ func TestAnnotationsFromNPMReferenceServers(t *testing.T) {
 	}
 
 	// filesystem marks its read tools read-only; memory marks its deletes
-	// destructive and its reads read-only (write_file and the other core
-	// file tools are listed directly, not searched).
-	files := hints(search(map[string]any{"query": "read file contents", "limit": 20}))
-	if got := files["filesystem::read_text_file"]; got != "read-only,closed-world" {
-		t.Errorf("filesystem::read_text_file hints = %q, want read-only,closed-world (all: %v)", got, files)
+	// destructive and its reads read-only. read_text_file and the other
+	// core file tools are listed directly: a hit for one is marked
+	// already_listed and carries no second definition, annotations
+	// included (#27), so a deferred read tool shows the hints.
+	filesAnswer := search(map[string]any{"query": "read file contents", "limit": 20})
+	files := hints(filesAnswer)
+	if got := files["filesystem::read_multiple_files"]; got != "read-only,closed-world" {
+		t.Errorf("filesystem::read_multiple_files hints = %q, want read-only,closed-world (all: %v)", got, files)
+	}
+	for _, h := range filesAnswer["tools"].([]any) {
+		if h := h.(map[string]any); h["id"] == "filesystem::read_text_file" && h["already_listed"] != true {
+			t.Errorf("filesystem::read_text_file, a core tool, is not marked already_listed: %v", h)
+		}
 	}
 	query := map[string]any{"query": "knowledge graph entities relations observations", "limit": 20}
 	all := hints(search(query))
