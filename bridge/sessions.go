@@ -398,7 +398,7 @@ func guardSessions(table sessionStore, next http.Handler) http.Handler {
 			}
 			defer release()
 			if st != nil {
-				r = r.WithContext(withSessionState(r.Context(), st))
+				r = r.WithContext(withSessionState(st.ctx, st))
 				if r.Method == http.MethodPost && isClientAnswer(body) {
 					w = &misroutedAnswer{ResponseWriter: w, id: requestID(body)}
 				}

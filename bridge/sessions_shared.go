@@ -63,6 +63,10 @@ const (
 // update it, so that the rest of the request sees them.
 type sessionState struct {
 	id string
+	// ctx is the request's context, ended when the session is found ended
+	// on another replica while the request runs (a GET stream can stay
+	// open for hours; it closes, and the client opens a new session).
+	ctx context.Context
 
 	mu     sync.Mutex
 	fields map[string]string
@@ -132,11 +136,24 @@ type sharedSessions struct {
 	// ended (see sweep).
 	registered map[string]bool
 	sweeping   bool // the sweep runs
+
+	// checkEvery bounds how long a request running here (a GET stream)
+	// outlives its session once another replica ended it.
+	checkEvery time.Duration
 }
+
+// endedSessionCheck is how often, at most, a long request checks that its
+// session still exists in the shared table.
+const endedSessionCheck = 30 * time.Second
+
+// errSessionEndedElsewhere ends a request whose session another replica
+// ended (a DELETE, the idle timeout, max_sessions) while it ran.
+var errSessionEndedElsewhere = errors.New("the session ended on another replica")
 
 func newSharedSessions(tab *state.Sessions, idle time.Duration, log *slog.Logger) *sharedSessions {
 	return &sharedSessions{tab: tab, idle: idle, log: log, endLocal: func(string) {},
-		running: map[string]int{}, leveled: map[string]bool{}, registered: map[string]bool{}}
+		running: map[string]int{}, leveled: map[string]bool{}, registered: map[string]bool{},
+		checkEvery: endedSessionCheck}
 }
 
 // sharedTimeout bounds a Redis round trip made outside a request's
@@ -182,43 +199,48 @@ func (s *sharedSessions) enter(ctx context.Context, id, principal string) (*sess
 	case err != nil:
 		return nil, nil, err
 	}
-	st := &sessionState{id: id, fields: fields}
+	ctx, cancel := context.WithCancelCause(ctx)
+	st := &sessionState{id: id, fields: fields, ctx: ctx}
 	s.mu.Lock()
 	s.running[id]++
 	s.mu.Unlock()
 	// A long request or a GET stream keeps its session alive: the idle
 	// timeout counts from the last request's start, so refresh it while
-	// one runs.
-	var stop func() bool
+	// one runs. The same touch finds a session that another replica ended
+	// meanwhile, and ends the request: without it, a GET stream stayed
+	// open on a session no replica would accept any more.
+	every := s.checkEvery
 	if s.idle > 0 {
-		every := max(s.idle/3, 10*time.Millisecond)
-		var timer *time.Timer
-		var mu sync.Mutex
-		stopped := false
-		refresh := func() {
-			rctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
-			_, _ = s.tab.Touch(rctx, id, principal)
-			cancel()
-			mu.Lock()
-			if !stopped {
-				timer.Reset(every)
-			}
-			mu.Unlock()
+		every = min(every, max(s.idle/3, 10*time.Millisecond))
+	}
+	var (
+		mu      sync.Mutex
+		timer   *time.Timer
+		stopped bool
+	)
+	refresh := func() {
+		rctx, rcancel := context.WithTimeout(context.Background(), sharedTimeout)
+		_, err := s.tab.Touch(rctx, id, principal)
+		rcancel()
+		if errors.Is(err, state.ErrNoSession) {
+			cancel(errSessionEndedElsewhere)
+			return
 		}
 		mu.Lock()
-		timer = time.AfterFunc(every, refresh)
+		if !stopped {
+			timer.Reset(every)
+		}
 		mu.Unlock()
-		stop = func() bool {
-			mu.Lock()
-			defer mu.Unlock()
-			stopped = true
-			return timer.Stop()
-		}
 	}
+	mu.Lock()
+	timer = time.AfterFunc(every, refresh)
+	mu.Unlock()
 	return st, func() {
-		if stop != nil {
-			stop()
-		}
+		mu.Lock()
+		stopped = true
+		timer.Stop()
+		mu.Unlock()
+		cancel(nil)
 		s.leave(id)
 	}, nil
 }

@@ -570,3 +570,56 @@ func TestSharedSessionsLeaveNothingBehind(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestSharedSessionStreamEndsWithItsSession: a client's GET stream on
+// replica A closes when its session is ended through replica B (here a
+// DELETE), instead of staying open on a session that no replica accepts
+// any more. Before, the stream stayed open until the client hung up.
+func TestSharedSessionStreamEndsWithItsSession(t *testing.T) {
+	urls, gs, _, _ := replicaGateways(t, 2, testConfig(), func() map[string]*server.MCPServer {
+		return map[string]*server.MCPServer{"alpha": echoServer("alpha")}
+	})
+	gs[0].replicaSessions.mu.Lock()
+	gs[0].replicaSessions.checkEvery = 50 * time.Millisecond
+	gs[0].replicaSessions.mu.Unlock()
+	const alice = "Bearer alice"
+	sid := openSession(t, urls[0], alice)
+
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, urls[0], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set(mcp.HeaderProtocolVersion, "2025-11-25")
+	req.Header.Set(sessionIDHeader, sid)
+	req.Header.Set("Authorization", alice)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET stream on A: %d", resp.StatusCode)
+	}
+	closed := make(chan error, 1)
+	go func() {
+		_, err := bufio.NewReader(resp.Body).ReadString(0)
+		closed <- err
+	}()
+	// The stream stays open while its session lives (several checks).
+	select {
+	case err := <-closed:
+		t.Fatalf("the GET stream closed while its session lived: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if got := (rawHTTP{method: http.MethodDelete, session: sid, auth: alice}).do(t, urls[1]); got.status != http.StatusOK {
+		t.Fatalf("DELETE on B: %d", got.status)
+	}
+	select {
+	case <-closed:
+	case <-ctx.Done():
+		t.Fatal("the GET stream on A stayed open after its session was ended through B")
+	}
+}
