@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sort"
 	"sync"
 	"time"
@@ -10,7 +11,9 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/toolbridge/toolbridge/bridge/state"
 	"github.com/toolbridge/toolbridge/config"
+	"github.com/toolbridge/toolbridge/trace"
 )
 
 // revealed tracks, per client session, the deferred tools that tool_search
@@ -41,45 +44,69 @@ func (g *Gateway) reveal(ctx context.Context, hits []SearchHit) {
 
 	// With redis.url, a session's reveal set is in the shared table, so
 	// that the replica serving its next tools/list lists the same tools.
-	shared := sessionStateFrom(ctx)
-	if shared != nil && shared.id != id {
-		shared = nil
+	if shared := sessionStateFrom(ctx); shared != nil && shared.id == id && g.replicaSessions != nil {
+		if g.revealShared(ctx, shared, hits, limit) {
+			g.notifyListChanged(ctx, id)
+		}
+		return
 	}
 	g.revealed.mu.Lock()
-	current := g.revealed.sessions[id]
-	if shared != nil {
-		current = shared.list(fieldReveal)
+	current, changed := addRevealed(g.revealed.sessions[id], hits, limit)
+	g.revealed.sessions[id] = current
+	g.revealed.mu.Unlock()
+	if changed {
+		g.notifyListChanged(ctx, id)
 	}
+}
+
+// addRevealed adds the found tools that are not already listed to a
+// reveal set, keeping the newest limit; it reports whether it changed.
+func addRevealed(current []string, hits []SearchHit, limit int) ([]string, bool) {
 	have := make(map[string]bool, len(current))
 	for _, n := range current {
 		have[n] = true
 	}
 	changed := false
 	for _, h := range hits {
-		if h.AlreadyListed {
+		if h.AlreadyListed || have[h.ID] {
 			continue
 		}
-		if !have[h.ID] {
-			have[h.ID] = true
-			current = append(current, h.ID)
-			changed = true
-		}
+		have[h.ID] = true
+		current = append(current, h.ID)
+		changed = true
 	}
 	if over := len(current) - limit; over > 0 {
 		current = append([]string(nil), current[over:]...)
 	}
-	if shared == nil {
-		g.revealed.sessions[id] = current
-	}
-	g.revealed.mu.Unlock()
-	if shared != nil && changed {
-		b, _ := json.Marshal(current)
-		g.setShared(ctx, id, map[string]string{fieldReveal: string(b)})
-	}
+	return current, changed
+}
 
-	if changed {
-		g.notifyListChanged(ctx, id)
+// revealShared adds the found tools to a shared session's reveal set in
+// one step in Redis, so that two searches of one session on two replicas
+// at once both keep what they revealed. If Redis fails, the tools are
+// revealed for this request only (the store logs the outage once).
+func (g *Gateway) revealShared(ctx context.Context, st *sessionState, hits []SearchHit, limit int) bool {
+	var ids []string
+	for _, h := range hits {
+		if !h.AlreadyListed {
+			ids = append(ids, h.ID)
+		}
 	}
+	if len(ids) == 0 {
+		return false
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sharedTimeout)
+	defer cancel()
+	list, changed, err := g.replicaSessions.tab.AddToList(sctx, st.id, fieldReveal, limit, ids)
+	if err != nil {
+		if !errors.Is(err, state.ErrNoSession) && !errors.Is(err, state.ErrUnavailable) {
+			g.logger.Warn("storing a shared session's state", "session", trace.SessionRef(st.id), "error", err)
+		}
+		list, changed = addRevealed(st.list(fieldReveal), hits, limit)
+	}
+	b, _ := json.Marshal(list)
+	st.set(fieldReveal, string(b))
+	return changed
 }
 
 // maxNotifyWait bounds how long a list_changed may wait for its request to

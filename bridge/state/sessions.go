@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -195,6 +196,78 @@ func (t *Sessions) Set(ctx context.Context, id string, fields map[string]string)
 		return ErrNoSession
 	}
 	return nil
+}
+
+// addScript adds values to a field holding a JSON list of strings, keeps
+// the last limit of them, and returns whether it changed and the list.
+// A field that does not decode is replaced: it holds only what the
+// gateway wrote.
+// KEYS: session hash. ARGV: field, limit, value…
+var addScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return false end
+local list = {}
+local cur = redis.call('HGET', KEYS[1], ARGV[1])
+if cur then
+  local ok, v = pcall(cjson.decode, cur)
+  if ok and type(v) == 'table' then
+    for _, x in ipairs(v) do
+      if type(x) == 'string' then table.insert(list, x) end
+    end
+  end
+end
+local have = {}
+for _, x in ipairs(list) do have[x] = true end
+local changed = 0
+for i = 3, #ARGV do
+  if not have[ARGV[i]] then
+    have[ARGV[i]] = true
+    table.insert(list, ARGV[i])
+    changed = 1
+  end
+end
+local limit = tonumber(ARGV[2])
+if limit > 0 and #list > limit then
+  local kept = {}
+  for i = #list - limit + 1, #list do table.insert(kept, list[i]) end
+  list = kept
+end
+local enc = '[]'
+if #list > 0 then enc = cjson.encode(list) end
+if changed == 1 then redis.call('HSET', KEYS[1], ARGV[1], enc) end
+return {changed, enc}
+`)
+
+// AddToList adds values to a session field that holds a JSON list of
+// strings (the reveal set), keeping the last limit of them (0: all), in
+// one step in Redis: two replicas adding to the same session's list at
+// once both keep their values, where a read and a write of the whole list
+// let the later writer drop the other's. It returns the list as stored,
+// and whether it changed. A session that has ended gives [ErrNoSession].
+func (t *Sessions) AddToList(ctx context.Context, id, field string, limit int, values []string) (list []string, changed bool, err error) {
+	if field == principalField {
+		return nil, false, fmt.Errorf("adding to session field %q: the name is reserved for the principal", field)
+	}
+	args := make([]any, 0, 2+len(values))
+	args = append(args, field, limit)
+	for _, v := range values {
+		args = append(args, v)
+	}
+	res, err := addScript.Run(ctx, t.st.rdb, []string{t.key(id)}, args...).Slice()
+	if errors.Is(err, redis.Nil) {
+		return nil, false, ErrNoSession
+	}
+	if err := t.st.Check(err); err != nil {
+		return nil, false, fmt.Errorf("adding to a shared session's list: %w", err)
+	}
+	if len(res) != 2 {
+		return nil, false, fmt.Errorf("adding to a shared session's list: unexpected answer %v", res)
+	}
+	n, _ := res[0].(int64)
+	enc, _ := res[1].(string)
+	if err := json.Unmarshal([]byte(enc), &list); err != nil {
+		return nil, false, fmt.Errorf("adding to a shared session's list: decoding it: %w", err)
+	}
+	return list, n == 1, nil
 }
 
 // End ends a session on every replica (DELETE, or the gateway's own

@@ -2,8 +2,11 @@ package state_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -235,5 +238,78 @@ func TestSharedSessionsRedisDown(t *testing.T) {
 	}
 	if n := strings.Count(logs.String(), "Redis is reachable again"); n != 1 {
 		t.Errorf("the recovery was logged %d times, want once:\n%s", n, logs.String())
+	}
+}
+
+// TestSharedSessionListAdds: values added to a session's list through two
+// Stores at once are all kept (none lost
+// of them, as a read and a whole-list write let the later writer drop the
+// other's), without duplicates, trimmed to the
+// newest limit; a broken stored list is replaced, an ended session refused.
+func TestSharedSessionListAdds(t *testing.T) {
+	a, b, _, _ := openSessions(t, time.Minute, 0)
+	ctx := t.Context()
+	const id = "mcp-session-LIST"
+	if _, err := a.Create(ctx, id, "credential:alice"); err != nil {
+		t.Fatal(err)
+	}
+	const each = 50
+	errs := make(chan error, 2*each)
+	for i := range each {
+		for _, s := range []*state.Sessions{a, b} {
+			go func() {
+				_, _, err := s.AddToList(ctx, id, "reveal", 0, []string{fmt.Sprintf("s::t%d-%p", i, s), "s::shared"})
+				errs <- err
+			}()
+		}
+	}
+	for range 2 * each {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	fields, err := b.Touch(ctx, id, "credential:alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	if err := json.Unmarshal([]byte(fields["reveal"]), &got); err != nil {
+		t.Fatalf("the stored list %q does not decode: %v", fields["reveal"], err)
+	}
+	if len(got) != 2*each+1 {
+		t.Fatalf("%d values kept of %d added at once through two replicas", len(got), 2*each+1)
+	}
+
+	list, changed, err := a.AddToList(ctx, id, "reveal", 3, []string{"s::shared", "s::new"})
+	if err != nil || !changed {
+		t.Fatalf("AddToList = %v, %v", changed, err)
+	}
+	if want := []string{got[len(got)-2], got[len(got)-1], "s::new"}; !slices.Equal(list, want) {
+		t.Errorf("trimmed list = %q, want %q", list, want)
+	}
+	if _, changed, err := a.AddToList(ctx, id, "reveal", 3, []string{"s::new"}); err != nil || changed {
+		t.Errorf("adding a value already there: changed %v, %v", changed, err)
+	}
+
+	for _, broken := range []string{`{"not":"a list"}`, `not json`, `[1, 2, "s::x"]`, ``} {
+		if err := a.Set(ctx, id, map[string]string{"reveal": broken}); err != nil {
+			t.Fatal(err)
+		}
+		list, _, err := a.AddToList(ctx, id, "reveal", 0, []string{"s::y"})
+		if err != nil {
+			t.Fatalf("over %q: %v", broken, err)
+		}
+		if list[len(list)-1] != "s::y" || slices.Contains(list, "") {
+			t.Errorf("over %q: %q", broken, list)
+		}
+	}
+	if _, _, err := a.AddToList(ctx, id, "p", 0, []string{"x"}); err == nil {
+		t.Error("AddToList wrote the principal field")
+	}
+	if err := b.End(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.AddToList(ctx, id, "reveal", 0, []string{"s::z"}); !errors.Is(err, state.ErrNoSession) {
+		t.Errorf("AddToList on an ended session = %v, want ErrNoSession", err)
 	}
 }
