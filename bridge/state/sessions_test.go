@@ -242,9 +242,8 @@ func TestSharedSessionsRedisDown(t *testing.T) {
 }
 
 // TestSharedSessionListAdds: values added to a session's list through two
-// Stores at once are all kept (none lost
-// of them, as a read and a whole-list write let the later writer drop the
-// other's), without duplicates, trimmed to the
+// Stores at once are all kept (a read and a whole-list write would let the
+// later writer drop the other's), without duplicates, trimmed to the
 // newest limit; a broken stored list is replaced, an ended session refused.
 func TestSharedSessionListAdds(t *testing.T) {
 	a, b, _, _ := openSessions(t, time.Minute, 0)
