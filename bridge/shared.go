@@ -131,12 +131,18 @@ func (sh *shared) start(g *Gateway) {
 		go sh.st.Watch(g.life, sharedHealthEvery)
 	}
 	review := func() {
-		select {
-		case <-g.startup.done:
-		default:
-			return // the first publication reviews the pins anyway
-		}
-		g.refreshes.do("shared pins", func() { g.rebuild() })
+		g.refreshes.do("shared pins", func() {
+			// A change told before the first publication is out may come
+			// after that publication read the pins: review once it is
+			// out, rather than drop it (a replica then held an approved
+			// tool until the next change, when the test machine was busy).
+			select {
+			case <-g.startup.done:
+			case <-g.life.Done():
+				return
+			}
+			g.rebuild()
+		})
 	}
 	go sh.watch.Watch(g.life, review)
 	// A review that could not read the pins (Redis down, or a pooled

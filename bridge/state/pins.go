@@ -273,7 +273,11 @@ const (
 // should be quick or hand the work on.
 func (p *Pins) Watch(ctx context.Context, changed func()) {
 	var last map[string]string
-	missed := false // a read failed since the last that worked
+	// missed: a read failed since the last that worked. It starts true,
+	// so that the first read tells of a change: the gateway read the
+	// pins before Watch's first read, and a change made in between would
+	// otherwise be taken as what the gateway has seen.
+	missed := true
 	// poll reads the versions and calls changed if they differ from the
 	// last read, or always when told is false: a message told of a
 	// change, and the read only brings last up to date, so that the next
@@ -294,7 +298,7 @@ func (p *Pins) Watch(ctx context.Context, changed func()) {
 		}
 		missed, last = false, v
 	}
-	poll(true)
+	poll(false)
 	for ctx.Err() == nil {
 		sub := p.st.rdb.Subscribe(ctx, p.channel())
 		p.listen(ctx, sub, poll, changed)

@@ -108,15 +108,18 @@ func TestPinsWatchTellsEveryChange(t *testing.T) {
 	s1, s2 := open(t, srv), open(t, srv)
 	p1 := state.NewPins(s1)
 	n := watch(t, p1)
+	// Its first read reports a change (see the next test).
+	waitFor(t, "the first read reported", func() bool { return n.Load() >= 1 })
 	time.Sleep(100 * time.Millisecond) // let it subscribe (a change before is seen by polling anyway)
+	before := n.Load()
 	op := trust.NewSharedStore(state.NewPins(s2))
 	if err := op.Approve("repo", defs("x")[:1], time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the approval reported", func() bool { return n.Load() >= 1 })
+	waitFor(t, "the approval reported", func() bool { return n.Load() > before })
 
 	// A version written with no message, as when the message was lost.
-	before := n.Load()
+	before = n.Load()
 	if err := s2.Redis().HSet(t.Context(), "tb:pinver", "repo", "other").Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -222,4 +225,20 @@ func TestPinsRefuseForeignRecords(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPinsWatchReportsWhatChangedBeforeItStarted: the gateway reads the
+// pins before its watch's first read, so a change made in between must be
+// reported by that first read. It was taken as the starting point, and a
+// busy replica held a tool approved just after it started until the next
+// change (TestSharedApprovalReleasesOnEveryReplica failed under load).
+func TestPinsWatchReportsWhatChangedBeforeItStarted(t *testing.T) {
+	srv := statetest.Start(t)
+	s1, s2 := open(t, srv), open(t, srv)
+	op := trust.NewSharedStore(state.NewPins(s2))
+	if err := op.Approve("repo", defs("x")[:1], time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	n := watch(t, state.NewPins(s1))
+	waitFor(t, "the change before the watch reported", func() bool { return n.Load() >= 1 })
 }
