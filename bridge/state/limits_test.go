@@ -27,7 +27,10 @@ func openInternal(t *testing.T, srv *statetest.Server) *Store {
 // one slot however often it is called; the caller's name is not in the
 // key.
 func TestLimitsSharedAcrossReplicas(t *testing.T) {
-	srv := statetest.Start(t)
+	statetest.ForEach(t, testLimitsSharedAcrossReplicas)
+}
+
+func testLimitsSharedAcrossReplicas(t *testing.T, srv *statetest.Server) {
 	a, b := NewLimits(openInternal(t, srv), 2, errReached), NewLimits(openInternal(t, srv), 2, errReached)
 	ctx := t.Context()
 	ra, err := a.Acquire(ctx, "subject alice@example.com")
@@ -72,7 +75,10 @@ func TestLimitsSharedAcrossReplicas(t *testing.T) {
 // mid-call (never released, never extended) come back after the TTL;
 // those of a live call are extended and stay.
 func TestLimitsDeadReplicaSlotsExpire(t *testing.T) {
-	srv := statetest.Start(t)
+	statetest.ForEach(t, testLimitsDeadReplicaSlotsExpire)
+}
+
+func testLimitsDeadReplicaSlotsExpire(t *testing.T, srv *statetest.Server) {
 	dead := NewLimits(openInternal(t, srv), 1, errReached)
 	dead.ttl = 600 * time.Millisecond
 	live := NewLimits(openInternal(t, srv), 1, errReached)
@@ -108,8 +114,9 @@ func TestLimitsDeadReplicaSlotsExpire(t *testing.T) {
 // TestLimitsWhileRedisIsDown: with Redis down each replica counts on its
 // own, so calls go on within the limit per replica; back, it counts in
 // Redis again.
-func TestLimitsWhileRedisIsDown(t *testing.T) {
-	srv := statetest.Start(t)
+func TestLimitsWhileRedisIsDown(t *testing.T) { statetest.ForEach(t, testLimitsWhileRedisIsDown) }
+
+func testLimitsWhileRedisIsDown(t *testing.T, srv *statetest.Server) {
 	l := NewLimits(openInternal(t, srv), 1, errReached)
 	ctx := t.Context()
 	srv.Kill()

@@ -52,8 +52,9 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // TestPinsSharedBetweenStores: two replicas' trust stores on one Redis
 // pin once, see each other's approvals, and never undo a pin the other
 // made first; the keys are the documented ones.
-func TestPinsSharedBetweenStores(t *testing.T) {
-	srv := statetest.Start(t)
+func TestPinsSharedBetweenStores(t *testing.T) { statetest.ForEach(t, testPinsSharedBetweenStores) }
+
+func testPinsSharedBetweenStores(t *testing.T, srv *statetest.Server) {
 	s1, s2 := open(t, srv), open(t, srv)
 	a, b := trust.NewSharedStore(state.NewPins(s1)), trust.NewSharedStore(state.NewPins(s2))
 	now := time.Now()
@@ -103,8 +104,9 @@ func TestPinsSharedBetweenStores(t *testing.T) {
 // a store at once (pub/sub), a version written without a message (a lost
 // message) by polling, a change made while its subscription was cut once
 // it is back, and Redis restarting empty.
-func TestPinsWatchTellsEveryChange(t *testing.T) {
-	srv := statetest.Start(t)
+func TestPinsWatchTellsEveryChange(t *testing.T) { statetest.ForEach(t, testPinsWatchTellsEveryChange) }
+
+func testPinsWatchTellsEveryChange(t *testing.T, srv *statetest.Server) {
 	s1, s2 := open(t, srv), open(t, srv)
 	p1 := state.NewPins(s1)
 	n := watch(t, p1)
@@ -148,7 +150,10 @@ func TestPinsWatchTellsEveryChange(t *testing.T) {
 // held, a new one is held rather than pinned; a server never read has
 // its pins as an error. Back empty, the rules apply as on a first start.
 func TestPinsFailClosedWhileRedisIsDown(t *testing.T) {
-	srv := statetest.Start(t)
+	statetest.ForEach(t, testPinsFailClosedWhileRedisIsDown)
+}
+
+func testPinsFailClosedWhileRedisIsDown(t *testing.T, srv *statetest.Server) {
 	s := trust.NewSharedStore(state.NewPins(open(t, srv)))
 	now := time.Now()
 	if _, err := s.Review(pinPolicy, "repo", defs("Create an issue"), now, noApprove); err != nil {
@@ -200,8 +205,9 @@ func TestPinsFailClosedWhileRedisIsDown(t *testing.T) {
 // does not decode, or pins another tool than its field, is an error that
 // names the key; the review of that server fails (its tools are held),
 // and nothing is overwritten.
-func TestPinsRefuseForeignRecords(t *testing.T) {
-	srv := statetest.Start(t)
+func TestPinsRefuseForeignRecords(t *testing.T) { statetest.ForEach(t, testPinsRefuseForeignRecords) }
+
+func testPinsRefuseForeignRecords(t *testing.T, srv *statetest.Server) {
 	st := open(t, srv)
 	s := trust.NewSharedStore(state.NewPins(st))
 	ctx := t.Context()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/toolbridge/toolbridge/bridge/state"
+	"github.com/toolbridge/toolbridge/bridge/state/statetest"
 )
 
 // TestRedisDownLogsNothingPerRequest: while Redis is down, requests write
@@ -17,7 +18,8 @@ import (
 // logger. go-redis writes to file descriptor 2 directly, so the test
 // points that descriptor at a pipe for the duration.
 func TestRedisDownLogsNothingPerRequest(t *testing.T) {
-	a, _, srv, _ := openSessions(t, time.Minute, 0)
+	srv := statetest.Start(t)
+	a, _, _ := openSessions(t, srv, time.Minute, 0)
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)

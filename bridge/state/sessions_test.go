@@ -16,11 +16,10 @@ import (
 	"github.com/toolbridge/toolbridge/config"
 )
 
-// openSessions is a session table on a fresh real Redis, as two replicas
+// openSessions is a session table on srv, a fresh real server, as two replicas
 // see it: two Stores on the same server.
-func openSessions(t *testing.T, idle time.Duration, max int) (a, b *state.Sessions, srv *statetest.Server, logs *syncBuffer) {
+func openSessions(t *testing.T, srv *statetest.Server, idle time.Duration, max int) (a, b *state.Sessions, logs *syncBuffer) {
 	t.Helper()
-	srv = statetest.Start(t)
 	logs = &syncBuffer{}
 	open := func() *state.Store {
 		s, err := state.Open(t.Context(), config.Redis{URL: srv.URL(), KeyPrefix: "t:"}, false, slog.New(slog.NewTextHandler(logs, nil)))
@@ -30,14 +29,18 @@ func openSessions(t *testing.T, idle time.Duration, max int) (a, b *state.Sessio
 		t.Cleanup(func() { _ = s.Close() })
 		return s
 	}
-	return open().Sessions(idle, max), open().Sessions(idle, max), srv, logs
+	return open().Sessions(idle, max), open().Sessions(idle, max), logs
 }
 
 // TestSharedSessionsAcrossStores: a session created through one Store is
 // live through another, only for its principal; fields set on one are read
 // on the other; End on one ends it on both.
 func TestSharedSessionsAcrossStores(t *testing.T) {
-	a, b, _, _ := openSessions(t, time.Minute, 0)
+	statetest.ForEach(t, testSharedSessionsAcrossStores)
+}
+
+func testSharedSessionsAcrossStores(t *testing.T, srv *statetest.Server) {
+	a, b, _ := openSessions(t, srv, time.Minute, 0)
 	ctx := t.Context()
 	const id = "mcp-session-ABCDEF"
 	if _, err := a.Create(ctx, id, "credential:alice"); err != nil {
@@ -93,7 +96,10 @@ func TestSharedSessionsAcrossStores(t *testing.T) {
 // TestSharedSessionIDsAreNotStored: Redis holds a hash of each session id,
 // never the id, so a copy of its data opens no session.
 func TestSharedSessionIDsAreNotStored(t *testing.T) {
-	srv := statetest.Start(t)
+	statetest.ForEach(t, testSharedSessionIDsAreNotStored)
+}
+
+func testSharedSessionIDsAreNotStored(t *testing.T, srv *statetest.Server) {
 	st, err := state.Open(t.Context(), config.Redis{URL: srv.URL(), KeyPrefix: "t:"}, false, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -132,9 +138,11 @@ func TestSharedSessionIDsAreNotStored(t *testing.T) {
 
 // TestSharedSessionsIdleExpiry: a session expires after the idle timeout
 // without use (Redis's TTL), and each use starts the timeout again.
-func TestSharedSessionsIdleExpiry(t *testing.T) {
+func TestSharedSessionsIdleExpiry(t *testing.T) { statetest.ForEach(t, testSharedSessionsIdleExpiry) }
+
+func testSharedSessionsIdleExpiry(t *testing.T, srv *statetest.Server) {
 	const idle = 300 * time.Millisecond
-	a, b, _, _ := openSessions(t, idle, 0)
+	a, b, _ := openSessions(t, srv, idle, 0)
 	ctx := t.Context()
 	if _, err := a.Create(ctx, "kept", "p"); err != nil {
 		t.Fatal(err)
@@ -166,8 +174,10 @@ func TestSharedSessionsIdleExpiry(t *testing.T) {
 
 // TestSharedSessionsMax: with max sessions live, creating one more evicts
 // the least recently used, whichever replica used it.
-func TestSharedSessionsMax(t *testing.T) {
-	a, b, _, _ := openSessions(t, time.Hour, 3)
+func TestSharedSessionsMax(t *testing.T) { statetest.ForEach(t, testSharedSessionsMax) }
+
+func testSharedSessionsMax(t *testing.T, srv *statetest.Server) {
+	a, b, _ := openSessions(t, srv, time.Hour, 3)
 	ctx := t.Context()
 	for _, id := range []string{"s1", "s2", "s3"} {
 		if _, err := a.Create(ctx, id, "p"); err != nil {
@@ -198,8 +208,10 @@ func TestSharedSessionsMax(t *testing.T) {
 // TestSharedSessionsRedisDown: with Redis killed, every operation fails
 // promptly with ErrUnavailable (logged once, not per call); once Redis is
 // back, empty, the old session is unknown and a new one works.
-func TestSharedSessionsRedisDown(t *testing.T) {
-	a, _, srv, logs := openSessions(t, time.Minute, 0)
+func TestSharedSessionsRedisDown(t *testing.T) { statetest.ForEach(t, testSharedSessionsRedisDown) }
+
+func testSharedSessionsRedisDown(t *testing.T, srv *statetest.Server) {
+	a, _, logs := openSessions(t, srv, time.Minute, 0)
 	ctx := t.Context()
 	if _, err := a.Create(ctx, "old", "p"); err != nil {
 		t.Fatal(err)

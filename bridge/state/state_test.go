@@ -37,8 +37,9 @@ func (b *syncBuffer) String() string {
 // turns every round trip into ErrUnavailable while Redis is killed (one log
 // line, not one per request), and works again once Redis is back, which
 // comes back empty.
-func TestStoreSurvivesRedisRestart(t *testing.T) {
-	srv := statetest.Start(t)
+func TestStoreSurvivesRedisRestart(t *testing.T) { statetest.ForEach(t, testStoreSurvivesRedisRestart) }
+
+func testStoreSurvivesRedisRestart(t *testing.T, srv *statetest.Server) {
 	var logs syncBuffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	ctx := t.Context()

@@ -65,8 +65,9 @@ func sampleRecord() *oauth.Record {
 // TestTokensSealedAtRest: what Redis holds for a token holds no token
 // text in any encoding, reads back whole, and does not open under another
 // server's key (the AAD is the key name).
-func TestTokensSealedAtRest(t *testing.T) {
-	srv := statetest.Start(t)
+func TestTokensSealedAtRest(t *testing.T) { statetest.ForEach(t, testTokensSealedAtRest) }
+
+func testTokensSealedAtRest(t *testing.T, srv *statetest.Server) {
 	s := open(t, srv)
 	tk := tokens(t, s, newKey(t))
 	ctx := t.Context()
@@ -130,8 +131,9 @@ func TestTokensSealedAtRest(t *testing.T) {
 
 // TestTokenKeyErrors: a missing, short or malformed key is a clear error
 // that never shows the value.
-func TestTokenKeyErrors(t *testing.T) {
-	srv := statetest.Start(t)
+func TestTokenKeyErrors(t *testing.T) { statetest.ForEach(t, testTokenKeyErrors) }
+
+func testTokenKeyErrors(t *testing.T, srv *statetest.Server) {
 	s := open(t, srv)
 	short := base64.StdEncoding.EncodeToString([]byte("sixteen-byte-key"))
 	tests := []struct {
@@ -162,8 +164,9 @@ func TestTokenKeyErrors(t *testing.T) {
 
 // TestTokenKeyRotation: "new,old" opens what old sealed and seals with
 // new; new alone cannot open old's records and says why.
-func TestTokenKeyRotation(t *testing.T) {
-	srv := statetest.Start(t)
+func TestTokenKeyRotation(t *testing.T) { statetest.ForEach(t, testTokenKeyRotation) }
+
+func testTokenKeyRotation(t *testing.T, srv *statetest.Server) {
 	s := open(t, srv)
 	oldKey, newK := newKey(t), newKey(t)
 	ctx := t.Context()
@@ -188,8 +191,9 @@ func TestTokenKeyRotation(t *testing.T) {
 // TestTokensRedisKilled: while Redis is down a replica still has the token
 // it last read, refuses to save, lock or refresh with ErrUnavailable, and
 // once Redis is back (empty) sees no token.
-func TestTokensRedisKilled(t *testing.T) {
-	srv := statetest.Start(t)
+func TestTokensRedisKilled(t *testing.T) { statetest.ForEach(t, testTokensRedisKilled) }
+
+func testTokensRedisKilled(t *testing.T, srv *statetest.Server) {
 	s := open(t, srv)
 	tk := tokens(t, s, newKey(t))
 	ctx := t.Context()
@@ -227,7 +231,10 @@ func TestTokensRedisKilled(t *testing.T) {
 // TestLockIsExclusiveAndTokenChecked: a second holder waits for the
 // first; a release by a holder whose lock was taken over frees nothing.
 func TestLockIsExclusiveAndTokenChecked(t *testing.T) {
-	srv := statetest.Start(t)
+	statetest.ForEach(t, testLockIsExclusiveAndTokenChecked)
+}
+
+func testLockIsExclusiveAndTokenChecked(t *testing.T, srv *statetest.Server) {
 	a, b := open(t, srv), open(t, srv)
 	ctx := t.Context()
 	unlock, err := a.Lock(ctx, "tb:l")
@@ -278,8 +285,9 @@ func TestLockIsExclusiveAndTokenChecked(t *testing.T) {
 // connection to one Redis as three replicas have, find the shared token
 // expired at once: the authorization server sees exactly one refresh, and
 // every replica sends the new token.
-func TestRefreshOnceAcrossReplicas(t *testing.T) {
-	srv := statetest.Start(t)
+func TestRefreshOnceAcrossReplicas(t *testing.T) { statetest.ForEach(t, testRefreshOnceAcrossReplicas) }
+
+func testRefreshOnceAcrossReplicas(t *testing.T, srv *statetest.Server) {
 	as := oauthtest.NewEcho()
 	t.Cleanup(as.Close)
 	key := newKey(t)

@@ -1,6 +1,7 @@
 // Package statetest starts a real Redis server for tests: Debian's
 // redis-server (or valkey-server) on 127.0.0.1, with no persistence, in a
-// temp dir, killed when the test ends. .ci/run installs redis-server.
+// temp dir, killed when the test ends. .ci/run installs redis-server and
+// valkey-server; ForEach runs a test against each of them.
 package statetest
 
 import (
@@ -9,7 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,8 +21,9 @@ import (
 	"time"
 )
 
-// Server is one redis-server process. Kill and Start let a test take Redis
-// away and bring it back (empty: nothing is persisted) on the same port.
+// Server is one redis-server (or valkey-server) process. Kill and Restart
+// let a test take it away and bring it back (empty: nothing is persisted)
+// on the same port.
 type Server struct {
 	tb   testing.TB
 	bin  string
@@ -31,13 +35,17 @@ type Server struct {
 	exited chan struct{} // closed when cmd has been waited for
 }
 
+// Programs are the servers the shared state must work on: Redis, and
+// Valkey, the fork of Redis 7.2 that teams run in its place.
+func Programs() []string { return []string{"redis-server", "valkey-server"} }
+
 // Start starts a Redis server for tb and stops it when tb ends. It fails
 // tb when no redis-server or valkey-server is installed: the test needs a
 // real one (apt-get install redis-server).
 func Start(tb testing.TB) *Server {
 	tb.Helper()
 	bin := ""
-	for _, name := range []string{"redis-server", "valkey-server"} {
+	for _, name := range Programs() {
 		if p, err := exec.LookPath(name); err == nil {
 			bin = p
 			break
@@ -46,10 +54,56 @@ func Start(tb testing.TB) *Server {
 	if bin == "" {
 		tb.Fatal("statetest: no redis-server or valkey-server on PATH; install one (apt-get install redis-server), as .ci/run does")
 	}
+	return startBin(tb, bin)
+}
+
+// StartServer starts program (one of Programs) for tb and stops it when
+// tb ends. A missing redis-server fails tb, as in Start. A missing
+// valkey-server fails tb under CI (CI=true: .ci/run installs it) and
+// skips it elsewhere, saying how to install it: Debian bookworm has
+// Valkey only in bookworm-backports.
+func StartServer(tb testing.TB, program string) *Server {
+	tb.Helper()
+	bin, err := exec.LookPath(program)
+	if err != nil {
+		why := fmt.Sprintf("statetest: no %s on PATH: %s", program, installHint(program))
+		if program == "valkey-server" && os.Getenv("CI") != "true" {
+			tb.Skip(why + "; CI runs this test")
+		}
+		tb.Fatal(why + ", as .ci/run does")
+	}
+	return startBin(tb, bin)
+}
+
+// installHint says how to install program on Debian.
+func installHint(program string) string {
+	if program == "valkey-server" {
+		return "install it (Debian bookworm: apt-get install -t bookworm-backports valkey-server, with bookworm-backports in the sources; newer Debian: apt-get install valkey-server)"
+	}
+	return "install it (apt-get install " + program + ")"
+}
+
+// ForEach runs f as a subtest per program in Programs, named after it
+// ("redis", "valkey"), each with a server of its own, started by
+// StartServer. The subtests run in parallel with each other (not with
+// other tests), so a second server costs little wall time.
+func ForEach(t *testing.T, f func(t *testing.T, srv *Server)) {
+	t.Helper()
+	for _, program := range Programs() {
+		t.Run(strings.TrimSuffix(program, "-server"), func(t *testing.T) {
+			t.Parallel()
+			f(t, StartServer(t, program))
+		})
+	}
+}
+
+// startBin starts the server program bin for tb.
+func startBin(tb testing.TB, bin string) *Server {
+	tb.Helper()
 	s := &Server{tb: tb, bin: bin, dir: tb.TempDir()}
 	tb.Cleanup(s.Kill)
 	// The port is chosen free but another process may take it before
-	// Redis binds it: try a few.
+	// the server binds it: try a few.
 	var err error
 	for range 5 {
 		if s.port, err = freePort(); err != nil {
@@ -62,6 +116,9 @@ func Start(tb testing.TB) *Server {
 	tb.Fatalf("statetest: starting %s: %v", bin, err)
 	return nil
 }
+
+// Program is the server's program name: redis-server or valkey-server.
+func (s *Server) Program() string { return filepath.Base(s.bin) }
 
 // URL is the server's redis:// URL.
 func (s *Server) URL() string { return "redis://" + s.Addr() + "/0" }
@@ -93,10 +150,10 @@ func (s *Server) Restart() {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	s.tb.Fatalf("statetest: restarting Redis on %s: %v", s.Addr(), err)
+	s.tb.Fatalf("statetest: restarting %s on %s: %v", s.Program(), s.Addr(), err)
 }
 
-// start runs redis-server on s.port and waits until it answers PING.
+// start runs the server on s.port and waits until it answers PING.
 func (s *Server) start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -120,7 +177,7 @@ func (s *Server) start() error {
 	for time.Now().Before(deadline) {
 		select {
 		case <-exited:
-			return fmt.Errorf("redis-server exited (%v): %s", waitErr, out.String())
+			return fmt.Errorf("%s exited (%v): %s", s.Program(), waitErr, out.String())
 		default:
 		}
 		if ping(s.Addr()) == nil {
@@ -131,7 +188,7 @@ func (s *Server) start() error {
 	}
 	_ = cmd.Process.Kill()
 	<-exited
-	return fmt.Errorf("redis-server did not answer PING on %s within 30 s: %s", s.Addr(), out.String())
+	return fmt.Errorf("%s did not answer PING on %s within 30 s: %s", s.Program(), s.Addr(), out.String())
 }
 
 // ping sends one PING in the Redis protocol.
