@@ -128,6 +128,12 @@ type rpcAnswer struct {
 // postRPC POSTs one JSON-RPC message to url as a client of balancedHost,
 // with session (if any) as its Mcp-Session-Id.
 func postRPC(ctx context.Context, url, session, method string, id int, params any) rpcAnswer {
+	return postRPCWith(ctx, url, nil, session, method, id, params)
+}
+
+// postRPCWith is postRPC with headers of the caller's (its
+// Authorization, or a protocol version).
+func postRPCWith(ctx context.Context, url string, headers map[string]string, session, method string, id int, params any) rpcAnswer {
 	msg := map[string]any{"jsonrpc": "2.0", "method": method}
 	if id != 0 {
 		msg["id"] = id
@@ -146,6 +152,9 @@ func postRPC(ctx context.Context, url, session, method string, id int, params an
 	if session != "" {
 		req.Header.Set("Mcp-Session-Id", session)
 		req.Header.Set("Mcp-Protocol-Version", sessionProtocol)
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
 	}
 	client := &http.Client{Timeout: 30 * time.Second}
 	defer client.CloseIdleConnections()
@@ -190,7 +199,12 @@ func postRPC(ctx context.Context, url, session, method string, id int, params an
 // openSession initializes a session through the balancer and returns the
 // answer to initialize (its replica and session id).
 func openSession(ctx context.Context, url string) rpcAnswer {
-	a := postRPC(ctx, url, "", "initialize", 1, map[string]any{
+	return openSessionWith(ctx, url, nil)
+}
+
+// openSessionWith is openSession with headers of the caller's.
+func openSessionWith(ctx context.Context, url string, headers map[string]string) rpcAnswer {
+	a := postRPCWith(ctx, url, headers, "", "initialize", 1, map[string]any{
 		"protocolVersion": sessionProtocol,
 		"capabilities":    map[string]any{},
 		"clientInfo":      map[string]any{"name": "haproxy-e2e", "version": "0"},
@@ -199,7 +213,7 @@ func openSession(ctx context.Context, url string) rpcAnswer {
 		a.err = "initialize answered without an Mcp-Session-Id"
 	}
 	if a.err == "" {
-		if n := postRPC(ctx, url, a.session, "notifications/initialized", 0, nil); n.err != "" {
+		if n := postRPCWith(ctx, url, headers, a.session, "notifications/initialized", 0, nil); n.err != "" {
 			a.err = "notifications/initialized: " + n.err
 		}
 	}
