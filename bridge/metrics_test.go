@@ -356,7 +356,10 @@ func TestMetricsWithOAuth(t *testing.T) {
 // toolbridge_redis_up is 1, 0 once the server is killed, and 1 again
 // after it restarts; Redis's address is never in the scrape.
 func TestMetricsRedisHealthFromARealRedis(t *testing.T) {
-	srv := statetest.Start(t)
+	statetest.ForEach(t, testMetricsRedisHealthFromARealRedis)
+}
+
+func testMetricsRedisHealthFromARealRedis(t *testing.T, srv *statetest.Server) {
 	store, err := state.Open(t.Context(), config.Redis{URL: srv.URL(), KeyPrefix: "tb:"}, false, nil)
 	if err != nil {
 		t.Fatal(err)

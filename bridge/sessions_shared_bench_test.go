@@ -19,22 +19,18 @@ import (
 // BenchmarkSessionRequest is the cost of one request on a 2025-11-25
 // session (a ping, so that the session check is most of the work) with
 // the process's own session table and with the table shared in Redis (a
-// real redis-server on 127.0.0.1): the difference is what the Redis
-// lookup adds per request.
+// real redis-server on 127.0.0.1, and a valkey-server): the difference is
+// what the Redis lookup adds per request.
 //
 //	go test ./bridge -run '^$' -bench BenchmarkSessionRequest -benchtime 2000x
 func BenchmarkSessionRequest(b *testing.B) {
-	for _, shared := range []bool{false, true} {
-		name := "memory"
-		if shared {
-			name = "redis"
-		}
-		b.Run(name, func(b *testing.B) {
+	for _, store := range append([]string{"memory"}, statetest.Programs()...) {
+		b.Run(strings.TrimSuffix(store, "-server"), func(b *testing.B) {
 			cfg := testConfig()
 			cfg.StateDir = b.TempDir()
 			opts := Options{}
-			if shared {
-				redis := statetest.Start(b)
+			if store != "memory" {
+				redis := statetest.StartServer(b, store)
 				cfg.Redis = config.Redis{URL: redis.URL(), KeyPrefix: "bench:"}
 				st, err := state.Open(context.Background(), cfg.Redis, false, nil)
 				if err != nil {

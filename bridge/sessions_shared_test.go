@@ -42,18 +42,17 @@ func (l *lockedLog) String() string {
 }
 
 // replicas serves n gateways over real HTTP on 127.0.0.1, each with its
-// own Store on one real Redis (as n replicas behind a load balancer), and
+// own Store on the real server redis (Redis or Valkey; as n replicas behind a load balancer), and
 // returns their /mcp URLs.
-func replicas(t *testing.T, n int, cfg *config.Config, upstreams func() map[string]*server.MCPServer) (urls []string, redis *statetest.Server, logs *lockedLog) {
+func replicas(t *testing.T, redis *statetest.Server, n int, cfg *config.Config, upstreams func() map[string]*server.MCPServer) (urls []string, logs *lockedLog) {
 	t.Helper()
-	urls, _, redis, logs = replicaGateways(t, n, cfg, upstreams)
-	return urls, redis, logs
+	urls, _, logs = replicaGateways(t, redis, n, cfg, upstreams)
+	return urls, logs
 }
 
 // replicaGateways is replicas, with the gateways.
-func replicaGateways(t *testing.T, n int, cfg *config.Config, upstreams func() map[string]*server.MCPServer) (urls []string, gateways []*Gateway, redis *statetest.Server, logs *lockedLog) {
+func replicaGateways(t *testing.T, redis *statetest.Server, n int, cfg *config.Config, upstreams func() map[string]*server.MCPServer) (urls []string, gateways []*Gateway, logs *lockedLog) {
 	t.Helper()
-	redis = statetest.Start(t)
 	logs = &lockedLog{}
 	cfg.StateDir = t.TempDir()
 	cfg.Redis = config.Redis{URL: redis.URL(), KeyPrefix: "tb-test:"}
@@ -81,7 +80,7 @@ func replicaGateways(t *testing.T, n int, cfg *config.Config, upstreams func() m
 		urls = append(urls, srv.URL+"/mcp")
 		gateways = append(gateways, g)
 	}
-	return urls, gateways, redis, logs
+	return urls, gateways, logs
 }
 
 // rpcResult is the JSON-RPC answer in a response body, plain JSON or SSE.
@@ -166,10 +165,12 @@ func toolText(t *testing.T, a rawAnswer) (string, bool) {
 // on A), stays bound to its principal, and a DELETE on B ends it on A. A
 // forged id is 404 on both. Without the shared table, B answered 404 to
 // every request of A's session.
-func TestSessionsAcrossReplicas(t *testing.T) {
+func TestSessionsAcrossReplicas(t *testing.T) { statetest.ForEach(t, testSessionsAcrossReplicas) }
+
+func testSessionsAcrossReplicas(t *testing.T, srv *statetest.Server) {
 	cfg := bridgeConfig()
 	cfg.Disclosure = config.DisclosureActivate
-	urls, _, _ := replicas(t, 2, cfg, func() map[string]*server.MCPServer {
+	urls, _ := replicas(t, srv, 2, cfg, func() map[string]*server.MCPServer {
 		return map[string]*server.MCPServer{"issues": issueServer(), "files": fileServer(), "alpha": echoServer("alpha")}
 	})
 	a, b := urls[0], urls[1]
@@ -240,9 +241,13 @@ func TestSessionsAcrossReplicas(t *testing.T) {
 // capabilities, B refused the call because "this client cannot ask the
 // user".
 func TestSessionClientStateAcrossReplicas(t *testing.T) {
+	statetest.ForEach(t, testSessionClientStateAcrossReplicas)
+}
+
+func testSessionClientStateAcrossReplicas(t *testing.T, redis *statetest.Server) {
 	cfg := testConfig()
 	cfg.Policy.Destructive = config.DestructiveConfirm
-	urls, redis, _ := replicas(t, 2, cfg, func() map[string]*server.MCPServer {
+	urls, _ := replicas(t, redis, 2, cfg, func() map[string]*server.MCPServer {
 		return map[string]*server.MCPServer{"alpha": echoServer("alpha")}
 	})
 	a, b := urls[0], urls[1]
@@ -341,8 +346,10 @@ func TestSessionClientStateAcrossReplicas(t *testing.T) {
 // 2026-07-28 request and /healthz are still served; the outage is logged
 // once. Once Redis is back, empty, the old session is 404 and a new
 // initialize works, on either replica.
-func TestSessionsWhenRedisFails(t *testing.T) {
-	urls, redis, logs := replicas(t, 2, testConfig(), func() map[string]*server.MCPServer {
+func TestSessionsWhenRedisFails(t *testing.T) { statetest.ForEach(t, testSessionsWhenRedisFails) }
+
+func testSessionsWhenRedisFails(t *testing.T, redis *statetest.Server) {
+	urls, logs := replicas(t, redis, 2, testConfig(), func() map[string]*server.MCPServer {
 		return map[string]*server.MCPServer{"alpha": echoServer("alpha")}
 	})
 	a, b := urls[0], urls[1]
@@ -409,10 +416,12 @@ func TestSessionsWhenRedisFails(t *testing.T) {
 // TestSharedSessionIdleExpiry: a session used on either replica more often
 // than its idle timeout lives on; left idle, it expires (Redis's TTL) and
 // both replicas answer 404.
-func TestSharedSessionIdleExpiry(t *testing.T) {
+func TestSharedSessionIdleExpiry(t *testing.T) { statetest.ForEach(t, testSharedSessionIdleExpiry) }
+
+func testSharedSessionIdleExpiry(t *testing.T, srv *statetest.Server) {
 	cfg := testConfig()
 	cfg.Serve.SessionIdleTimeout = 600 * time.Millisecond
-	urls, _, _ := replicas(t, 2, cfg, func() map[string]*server.MCPServer {
+	urls, _ := replicas(t, srv, 2, cfg, func() map[string]*server.MCPServer {
 		return map[string]*server.MCPServer{"alpha": echoServer("alpha")}
 	})
 	const alice = "Bearer alice"
@@ -465,10 +474,14 @@ func modernList(t *testing.T, url, auth, body string) (int, string) {
 // resource updates reach the client through B. Without the shared
 // subscriptions, B's upstream never heard of it.
 func TestSharedSessionSubscriptionsFollowTheStream(t *testing.T) {
+	statetest.ForEach(t, testSharedSessionSubscriptionsFollowTheStream)
+}
+
+func testSharedSessionSubscriptionsFollowTheStream(t *testing.T, srv *statetest.Server) {
 	var mu sync.Mutex
 	subscribed := []int{0, 0} // per replica's upstream
 	replica := 0
-	urls, _, _ := replicas(t, 2, testConfig(), func() map[string]*server.MCPServer {
+	urls, _ := replicas(t, srv, 2, testConfig(), func() map[string]*server.MCPServer {
 		i := replica
 		replica++
 		hooks := &server.Hooks{}
@@ -532,9 +545,13 @@ func TestSharedSessionSubscriptionsFollowTheStream(t *testing.T) {
 // lets go of it once a DELETE through B ended it, though the client never
 // comes back to A.
 func TestSharedSessionsLeaveNothingBehind(t *testing.T) {
+	statetest.ForEach(t, testSharedSessionsLeaveNothingBehind)
+}
+
+func testSharedSessionsLeaveNothingBehind(t *testing.T, srv *statetest.Server) {
 	cfg := testConfig()
 	cfg.Serve.SessionIdleTimeout = 2 * time.Second // the sweep runs every second
-	urls, gs, _, _ := replicaGateways(t, 2, cfg, func() map[string]*server.MCPServer {
+	urls, gs, _ := replicaGateways(t, srv, 2, cfg, func() map[string]*server.MCPServer {
 		return map[string]*server.MCPServer{"alpha": echoServer("alpha")}
 	})
 	const alice = "Bearer alice"

@@ -18,8 +18,9 @@ import (
 // counts a caller's calls on every replica: alice's call running on one
 // replica takes her only slot on the other too, bob's are his own, and
 // the slot is free again once the call ends.
-func TestMaxInFlightAcrossReplicas(t *testing.T) {
-	srv := statetest.Start(t)
+func TestMaxInFlightAcrossReplicas(t *testing.T) { statetest.ForEach(t, testMaxInFlightAcrossReplicas) }
+
+func testMaxInFlightAcrossReplicas(t *testing.T, srv *statetest.Server) {
 	unblock := make(chan struct{})
 	started := make(chan struct{}, 4)
 	newUp := func() *server.MCPServer {

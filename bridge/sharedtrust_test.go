@@ -66,7 +66,10 @@ func released(t *testing.T, g *Gateway, id string) time.Duration {
 // pinned, trusted tools go on; Redis back empty starts again from the
 // trust rules (here new_servers: quarantine), approving nothing.
 func TestSharedApprovalReleasesOnEveryReplica(t *testing.T) {
-	srv := statetest.Start(t)
+	statetest.ForEach(t, testSharedApprovalReleasesOnEveryReplica)
+}
+
+func testSharedApprovalReleasesOnEveryReplica(t *testing.T, srv *statetest.Server) {
 	op := operatorPins(t, srv)
 
 	// Replica 1 meets the server first: under new_servers: quarantine
@@ -156,7 +159,10 @@ func TestSharedApprovalReleasesOnEveryReplica(t *testing.T) {
 // replica whose Redis comes back empty pins on first use again, as a
 // first start does, and marks nothing approved.
 func TestSharedPinsFirstStartAfterEmptyRedis(t *testing.T) {
-	srv := statetest.Start(t)
+	statetest.ForEach(t, testSharedPinsFirstStartAfterEmptyRedis)
+}
+
+func testSharedPinsFirstStartAfterEmptyRedis(t *testing.T, srv *statetest.Server) {
 	cfg := sharedConfig(t, srv)
 	cfg.Trust.NewServers = config.NewServersTrust
 	g, _ := startGateway(t, cfg, map[string]*server.MCPServer{"repo": repoServer("Create an issue in a repository")})
@@ -189,8 +195,9 @@ func TestSharedPinsFirstStartAfterEmptyRedis(t *testing.T) {
 // the token key: missing or malformed, New fails naming the variable and
 // the server, never showing the value; with no such server a missing key
 // is fine (remote servers then go without OAuth), a malformed one is not.
-func TestTokenKeyAtStart(t *testing.T) {
-	srv := statetest.Start(t)
+func TestTokenKeyAtStart(t *testing.T) { statetest.ForEach(t, testTokenKeyAtStart) }
+
+func testTokenKeyAtStart(t *testing.T, srv *statetest.Server) {
 	short := "c2l4dGVlbi1ieXRlLWtleQ=="
 	good := "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
 	withAuth := func() *config.Config {
