@@ -42,8 +42,8 @@ func (l *lockedLog) String() string {
 }
 
 // replicas serves n gateways over real HTTP on 127.0.0.1, each with its
-// own Store on the real server redis (Redis or Valkey; as n replicas behind a load balancer), and
-// returns their /mcp URLs.
+// own Store on the one real server redis (Redis or Valkey), as n replicas
+// behind a load balancer, and returns their /mcp URLs.
 func replicas(t *testing.T, redis *statetest.Server, n int, cfg *config.Config, upstreams func() map[string]*server.MCPServer) (urls []string, logs *lockedLog) {
 	t.Helper()
 	urls, _, logs = replicaGateways(t, redis, n, cfg, upstreams)
