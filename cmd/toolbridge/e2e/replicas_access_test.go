@@ -126,7 +126,7 @@ func (a rpcAnswer) shown() string {
 // serve.max_in_flight (1) counts alice's calls on all replicas together:
 // with her call held on replica 1, her calls on replicas 2 and 3 and
 // through HAProxy are refused, bob's run, and hers run again once the
-// held call ends.
+// held call ends. No replica logs a token.
 func TestAccessRulesAcrossReplicas(t *testing.T) {
 	store := replicaStateServer(t)
 	t.Logf("shared state: %s", store.Program())
@@ -218,6 +218,16 @@ func TestAccessRulesAcrossReplicas(t *testing.T) {
 	}
 
 	checkLimitAcrossReplicas(t, alice, bob, targets, called)
+
+	// No replica logged a caller's token.
+	for i, r := range replicas {
+		for _, c := range []caller{alice, bob} {
+			token := strings.TrimPrefix(c.headers["Authorization"], "Bearer ")
+			if out := r.stderr.String(); strings.Contains(out, token[len(token)-16:]) || strings.Contains(out, "eyJ") {
+				t.Errorf("replica %d's stderr holds %s's token or something like a JWT", i+1, c.name)
+			}
+		}
+	}
 }
 
 // checkAccessEverywhere sends the same requests of c to every target
