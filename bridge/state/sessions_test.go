@@ -257,8 +257,10 @@ func testSharedSessionsRedisDown(t *testing.T, srv *statetest.Server) {
 // Stores at once are all kept (a read and a whole-list write would let the
 // later writer drop the other's), without duplicates, trimmed to the
 // newest limit; a broken stored list is replaced, an ended session refused.
-func TestSharedSessionListAdds(t *testing.T) {
-	a, b, _, _ := openSessions(t, time.Minute, 0)
+func TestSharedSessionListAdds(t *testing.T) { statetest.ForEach(t, testSharedSessionListAdds) }
+
+func testSharedSessionListAdds(t *testing.T, srv *statetest.Server) {
+	a, b, _ := openSessions(t, srv, time.Minute, 0)
 	ctx := t.Context()
 	const id = "mcp-session-LIST"
 	if _, err := a.Create(ctx, id, "credential:alice"); err != nil {
