@@ -592,7 +592,9 @@ func testSharedSessionsLeaveNothingBehind(t *testing.T, srv *statetest.Server) {
 // replica A closes when its session is ended through replica B (here a
 // DELETE), instead of staying open on a session that no replica accepts
 // any more. Before, the stream stayed open until the client hung up.
-func TestSharedSessionStreamEndsWithItsSession(t *testing.T) { statetest.ForEach(t, testSharedSessionStreamEndsWithItsSession) }
+func TestSharedSessionStreamEndsWithItsSession(t *testing.T) {
+	statetest.ForEach(t, testSharedSessionStreamEndsWithItsSession)
+}
 
 func testSharedSessionStreamEndsWithItsSession(t *testing.T, srv *statetest.Server) {
 	urls, gs, _ := replicaGateways(t, srv, 2, testConfig(), func() map[string]*server.MCPServer {
