@@ -239,7 +239,10 @@ func testPinsRefuseForeignRecords(t *testing.T, srv *statetest.Server) {
 // busy replica held a tool approved just after it started until the next
 // change (TestSharedApprovalReleasesOnEveryReplica failed under load).
 func TestPinsWatchReportsWhatChangedBeforeItStarted(t *testing.T) {
-	srv := statetest.Start(t)
+	statetest.ForEach(t, testPinsWatchReportsWhatChangedBeforeItStarted)
+}
+
+func testPinsWatchReportsWhatChangedBeforeItStarted(t *testing.T, srv *statetest.Server) {
 	s1, s2 := open(t, srv), open(t, srv)
 	op := trust.NewSharedStore(state.NewPins(s2))
 	if err := op.Approve("repo", defs("x")[:1], time.Now()); err != nil {
