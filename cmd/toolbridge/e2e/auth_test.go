@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -81,9 +82,19 @@ func remoteReadyz(t *testing.T, g *httpGateway) (string, map[string]any) {
 // the browser, returning everything it printed.
 func authLogin(t *testing.T, cfg string) string {
 	t.Helper()
+	return authLoginEnv(t, nil, cfg)
+}
+
+// authLoginEnv is authLogin with env added to this process's environment
+// (a token key, a state directory), which wins.
+func authLoginEnv(t *testing.T, env []string, cfg string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, "auth", "login", "remote", "-c", cfg, "--no-browser")
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -458,6 +458,16 @@ func Stalling(n int64, count *atomic.Int64) TokenHook {
 	}
 }
 
+// SetTokenTTL sets the lifetime of the access tokens issued from now on,
+// while the server runs (TokenTTL may be set only before the first
+// request): a test can have a login issue a short-lived token and the
+// refresh that follows a long-lived one.
+func (s *Server) SetTokenTTL(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.TokenTTL = d
+}
+
 // ExpireAccessTokens ends every access token early, leaving refresh
 // tokens valid: the client must refresh on the 401.
 func (s *Server) ExpireAccessTokens() {
