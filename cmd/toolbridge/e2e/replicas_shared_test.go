@@ -299,11 +299,17 @@ func TestReplicasShareTokensAndApprovals(t *testing.T) {
 	tool["description"] = tool["description"].(string) + poison
 	catalog.write(t)
 	for i := range replicas {
+		var held string
 		waitUntil(t, fmt.Sprintf("replica %d to quarantine the changed github::create_issue", i+1), func() bool {
-			_, isErr, err := callTool(ctx, direct(i), "github::create_issue", issue)
+			text, isErr, err := callTool(ctx, direct(i), "github::create_issue", issue)
+			held = text
 			return err == nil && isErr
 		})
+		if !strings.Contains(held, "trust approve") {
+			t.Errorf("replica %d refuses the changed github::create_issue with %q, want the quarantine naming toolbridge trust approve", i+1, held)
+		}
 	}
+	started := time.Now()
 	code, out, errOut := runCLI(t, envs[0], "trust", "approve", "github::create_issue", "-c", cfg)
 	returned := time.Now()
 	outputs = append(outputs, out, errOut)
@@ -323,7 +329,8 @@ func TestReplicasShareTokensAndApprovals(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Logf("approval on replica 1: replica 3 answered a call of github::create_issue %v after trust approve returned", released.Round(time.Millisecond))
+	t.Logf("approval on replica 1: replica 3 answered a call of github::create_issue %v after trust approve returned (the command ran %v: it connects to the servers before it approves)",
+		released.Round(time.Millisecond), returned.Sub(started).Round(time.Millisecond))
 	if released > 2*time.Second {
 		t.Errorf("replica 3 made github::create_issue callable %v after `toolbridge trust approve` on replica 1 returned; #23 asks for within 2 s", released.Round(time.Millisecond))
 	}
