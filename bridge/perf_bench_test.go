@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httputil"
+	neturl "net/url"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -449,53 +451,100 @@ func BenchmarkHTTPSessionMemory(b *testing.B) {
 	b.ReportMetric(perSession, "bytes/session")
 }
 
-// BenchmarkHTTPThroughput sends tool calls from 50 concurrent
-// streamable-HTTP sessions (budget: at least 5,000 tool_call/s on the
-// project's 2-core machine). direct calls a trivial upstream served over
-// streamable HTTP itself; gateway calls the same kind of upstream,
-// in-process behind the gateway, through tool_call. Both report calls/s;
-// their ratio is the gateway's cost under load.
+// BenchmarkHTTPThroughput compares tool-call throughput from 50 concurrent
+// streamable-HTTP sessions over three paths to one upstream: the echo
+// server served over streamable HTTP by net/http on a real 127.0.0.1
+// listener, the same server (one process, one listener) for all three:
+//
+//   - direct: client → upstream. The physical limit, one HTTP hop.
+//   - proxy: client → a plain HTTP reverse proxy (net/http/httputil,
+//     idle connections kept for every session) → upstream. Two HTTP hops,
+//     the same hops as the gateway's: what any HTTP gateway in front of
+//     this upstream costs at the least.
+//   - gateway: client → toolbridge (ServeHTTP on its own listener, bridge
+//     mode, tools/call of tool_call) → upstream over streamable HTTP, as a
+//     configured `url:` server. Two HTTP hops.
+//
+// The three paths take turns in rounds of throughputRound calls within
+// one benchmark run, so all three see the same load on a shared machine;
+// b.N is the number of calls each path makes. It reports each path's
+// calls/s, process CPU per call (client, gateway and upstream all run in
+// this process) and p50/p99 latency, and the ratios gateway/proxy (the
+// same hops: issue #25's goal, ≥ 0.9) and gateway/direct.
 func BenchmarkHTTPThroughput(b *testing.B) {
 	const sessions = 50
-	b.Run("path=direct", func(b *testing.B) {
-		url := serveUpstreamHTTP(b, echoServer("up"))
-		runThroughput(b, url, sessions, echoCall("echo", false))
-	})
-	b.Run("path=gateway", func(b *testing.B) {
-		g := newTestGateway(b, config.ModeOn, []upstream.Spec{{Name: "up", InProcess: echoServer("up")}})
-		runThroughput(b, serveHTTPForBench(b, g), sessions, echoCall("echo", true))
-	})
-}
-
-// runThroughput opens sessions clients on url and shares b.N calls of req
-// among them, each client calling in a loop; it reports calls/s and the
-// per-call p50 and p99.
-func runThroughput(b *testing.B, url string, sessions int, req mcp.CallToolRequest) {
-	b.Helper()
-	hc := loopbackHTTPClient(b, sessions*2)
-	clients := make([]*client.Client, sessions)
-	for i := range clients {
-		clients[i] = httpSession(b, url, hc)
+	upURL := serveUpstreamHTTP(b, echoServer("up"))
+	g := newTestGateway(b, config.ModeOn, []upstream.Spec{{Name: "up", Config: config.Server{URL: upURL}}})
+	paths := []*throughputPath{
+		{name: "direct", url: upURL, req: echoCall("echo", false)},
+		{name: "proxy", url: serveReverseProxy(b, upURL, sessions), req: echoCall("echo", false)},
+		{name: "gateway", url: serveHTTPForBench(b, g), req: echoCall("echo", true)},
 	}
-	ctx := context.Background()
-	for _, c := range clients { // warm-up: one call per session
-		if res, err := c.CallTool(ctx, req); err != nil || res.IsError {
-			b.Fatalf("warm-up: %v %+v", err, res)
+	for _, p := range paths {
+		p.open(b, sessions)
+	}
+	b.ResetTimer()
+	for done := 0; done < b.N; done += throughputRound {
+		n := min(throughputRound, b.N-done)
+		for _, p := range paths {
+			p.run(b, n)
 		}
 	}
-	var lat latencies
-	var failures atomic.Int64
-	var next atomic.Int64
-	b.ResetTimer()
+	b.StopTimer()
+	rate := map[string]float64{}
+	for _, p := range paths {
+		rate[p.name] = p.report(b)
+	}
+	b.ReportMetric(rate["gateway"]/rate["proxy"], "gateway/proxy")
+	b.ReportMetric(rate["gateway"]/rate["direct"], "gateway/direct")
+}
+
+// throughputRound is how many calls one path makes before the next path's
+// turn: enough for every session to make several, few enough that the
+// paths alternate many times in a run.
+const throughputRound = 500
+
+// throughputPath is one path of BenchmarkHTTPThroughput: its sessions and
+// what they measured over all its rounds.
+type throughputPath struct {
+	name    string
+	url     string
+	req     mcp.CallToolRequest
+	clients []*client.Client
+	calls   int
+	elapsed time.Duration
+	cpu     time.Duration
+	lat     latencies
+}
+
+// open starts sessions MCP sessions on p.url, each making one call outside
+// the timing (connections, first-use caches).
+func (p *throughputPath) open(b *testing.B, sessions int) {
+	b.Helper()
+	hc := loopbackHTTPClient(b, sessions*2)
+	for range sessions {
+		c := httpSession(b, p.url, hc)
+		if res, err := c.CallTool(context.Background(), p.req); err != nil || res.IsError {
+			b.Fatalf("%s: warm-up: %v %+v", p.name, err, res)
+		}
+		p.clients = append(p.clients, c)
+	}
+}
+
+// run shares n calls among p's sessions, each calling in a loop.
+func (p *throughputPath) run(b *testing.B, n int) {
+	b.Helper()
+	ctx := context.Background()
+	var failures, next atomic.Int64
+	cpu0 := processCPU()
 	start := time.Now()
-	cpu := startCPU()
 	var wg sync.WaitGroup
-	for _, c := range clients {
+	for _, c := range p.clients {
 		wg.Go(func() {
-			for next.Add(1) <= int64(b.N) {
+			for next.Add(1) <= int64(n) {
 				t0 := time.Now()
-				res, err := c.CallTool(ctx, req)
-				lat.add(time.Since(t0))
+				res, err := c.CallTool(ctx, p.req)
+				p.lat.add(time.Since(t0))
 				if err != nil || res.IsError {
 					failures.Add(1)
 				}
@@ -503,14 +552,54 @@ func runThroughput(b *testing.B, url string, sessions int, req mcp.CallToolReque
 		})
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
-	b.StopTimer()
-	if n := failures.Load(); n > 0 {
-		b.Fatalf("%d of %d calls failed", n, b.N)
+	p.elapsed += time.Since(start)
+	p.cpu += processCPU() - cpu0
+	p.calls += n
+	if f := failures.Load(); f > 0 {
+		b.Fatalf("%s: %d of %d calls failed", p.name, f, n)
 	}
-	cpu.report(b, b.N)
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "calls/s")
-	s := lat.sorted()
-	b.ReportMetric(float64(quantile(s, 0.50).Nanoseconds()), "p50-ns")
-	b.ReportMetric(float64(quantile(s, 0.99).Nanoseconds()), "p99-ns")
+}
+
+// report reports p's calls/s, CPU per call and latency quantiles, each
+// metric named after the path, and returns its calls/s.
+func (p *throughputPath) report(b *testing.B) float64 {
+	b.Helper()
+	rate := float64(p.calls) / p.elapsed.Seconds()
+	b.ReportMetric(rate, p.name+"-calls/s")
+	b.ReportMetric(float64(p.cpu.Nanoseconds())/float64(p.calls), p.name+"-cpu-ns/call")
+	s := p.lat.sorted()
+	b.ReportMetric(float64(quantile(s, 0.50).Nanoseconds()), p.name+"-p50-ns")
+	b.ReportMetric(float64(quantile(s, 0.99).Nanoseconds()), p.name+"-p99-ns")
+	return rate
+}
+
+// serveReverseProxy serves a plain HTTP reverse proxy to upstreamURL on
+// 127.0.0.1 and returns the MCP endpoint's URL through it. It keeps an
+// idle connection to the upstream for each of sessions, flushes event
+// streams as they come, and stops at cleanup.
+func serveReverseProxy(tb testing.TB, upstreamURL string, sessions int) string {
+	tb.Helper()
+	target, err := neturl.Parse(upstreamURL)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	target.Path = ""
+	rp := httputil.NewSingleHostReverseProxy(target)
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 2*sessions, 2*sessions
+	tb.Cleanup(tr.CloseIdleConnections)
+	rp.Transport = tr
+	rp.FlushInterval = -1
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv := &http.Server{Handler: rp, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
+	return "http://" + ln.Addr().String() + "/mcp"
 }
