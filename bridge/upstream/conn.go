@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/url"
 	"strconv"
 	"sync"
@@ -36,7 +37,10 @@ type Conn struct {
 	tr     transport.Interface
 	// auth is a remote server's OAuth client (nil for stdio and
 	// in-process servers): it authorizes every HTTP request.
-	auth   *oauth.Client
+	auth *oauth.Client
+	// httpTr is an HTTP server's own connection pool (nil for stdio and
+	// in-process servers), closed with the session.
+	httpTr *http.Transport
 	child  *child // stdio only: the server's process
 	stderr *tailBuffer
 	nextID atomic.Int64
@@ -275,6 +279,11 @@ func (u *Conn) stop() error {
 		err = u.client.Close()
 	} else if u.tr != nil {
 		err = u.tr.Close()
+	}
+	if u.httpTr != nil {
+		// After the session's end (its DELETE): nothing else would close
+		// the connections the transport keeps.
+		u.httpTr.CloseIdleConnections()
 	}
 	if u.child != nil {
 		u.child.stop(stopGrace)

@@ -30,9 +30,8 @@ func (e *TooLargeError) Error() string {
 // bodies are bounded by the upstream's max_result_bytes.
 func (u *Conn) httpClient() *http.Client {
 	limit := u.MessageLimit()
-	// The shared default transport, as mcp-go's own client would use: its
-	// connections are pooled across upstreams.
-	var next http.RoundTripper = http.DefaultTransport
+	u.httpTr = newHTTPTransport()
+	var next http.RoundTripper = u.httpTr
 	if u.auth != nil {
 		// Tokens go on below the bound, so a retry after a refresh is
 		// bounded like any answer.
@@ -45,6 +44,34 @@ func (u *Conn) httpClient() *http.Client {
 		next = optionalStream{next: next}
 	}
 	return &http.Client{Transport: &limitTransport{next: next, limit: limit, answersOnStream: legacySSE}}
+}
+
+// maxIdleConnsPerUpstream is how many idle keep-alive connections an
+// HTTP upstream's transport keeps. Every downstream session's calls to one
+// upstream share its connection, so under load as many requests are in
+// flight to it as there are busy sessions; net/http's default of 2 idle
+// connections per host would close all but 2 as each answer came back and
+// dial again for the next request: a TCP handshake (and a TLS one for an
+// https upstream) per call, and sockets left in TIME_WAIT. 64 is the
+// default max_in_flight of one session.
+const maxIdleConnsPerUpstream = 64
+
+// newHTTPTransport returns the transport of one HTTP upstream: net/http's
+// default one (proxy from the environment, dial and TLS timeouts, HTTP/2)
+// keeping enough idle connections for the calls in flight to it. Each
+// upstream has its own, so closing the upstream closes its idle
+// connections too, instead of leaving them in a pool shared by the process.
+func newHTTPTransport() *http.Transport {
+	base, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		// A program that replaced the default transport (with a
+		// tracing wrapper, say) still gets net/http's settings.
+		base = &http.Transport{Proxy: http.ProxyFromEnvironment, ForceAttemptHTTP2: true}
+	}
+	tr := base.Clone()
+	tr.MaxIdleConns = maxIdleConnsPerUpstream
+	tr.MaxIdleConnsPerHost = maxIdleConnsPerUpstream
+	return tr
 }
 
 // limitTransport bounds the response bodies of next. An event stream
