@@ -1,11 +1,13 @@
 package bridge
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -181,8 +183,70 @@ func BenchmarkToolCallStdio(b *testing.B) {
 
 // BenchmarkToolsListBridge measures tools/list in bridge mode over 10,000
 // deferred tools: the list is built once per catalog change, so a request
-// costs only what the visible tools cost.
+// costs only what the visible tools cost. Besides wall-clock quantiles it
+// reports the process CPU time of one request, client and gateway
+// together, the garbage collector's background work included (cpu-p50-ns,
+// cpu-p99-ns), and the request's own CPU time, its share of collection
+// (assists) included (own-cpu-p50-ns, own-cpu-p99-ns): the budget (p99
+// under 1 ms) is judged on the latter, which holds on a loaded machine
+// where the wall-clock p99 measures the neighbours.
 func BenchmarkToolsListBridge(b *testing.B) {
+	c := benchGateway(b, config.ModeOn, upstream.Spec{Name: "many", InProcess: manyRecordsServer()})
+	ctx := context.Background()
+	durations := make([]time.Duration, 0, b.N)
+	// The in-process client's request runs on this goroutine: lock it to
+	// its thread to read the request's own CPU time.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	cpuLat := cpuQuantiles{own: true}
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu := startCPU()
+	for b.Loop() {
+		cpuLat.start()
+		start := time.Now()
+		res, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+		durations = append(durations, time.Since(start))
+		cpuLat.stop()
+		if err != nil || len(res.Tools) != 3 {
+			b.Fatalf("tools/list: %v (%d tools)", err, len(res.Tools))
+		}
+	}
+	b.StopTimer()
+	cpu.report(b, len(durations))
+	cpuLat.report(b)
+	slices.Sort(durations)
+	b.ReportMetric(float64(durations[len(durations)/2].Nanoseconds()), "p50-ns")
+	b.ReportMetric(float64(durations[len(durations)*99/100].Nanoseconds()), "p99-ns")
+}
+
+// BenchmarkToolsListServer is BenchmarkToolsListBridge without the
+// client: the gateway's MCP server answering a tools/list message and the
+// answer encoded as a transport sends it, on the benchmark's goroutine,
+// so the request's own CPU time (own-cpu-p50-ns, own-cpu-p99-ns) is the
+// gateway's alone. Beside BenchmarkToolsListBridge it shows how much of a
+// tools/list the in-process client's own decoding of the answer costs.
+func BenchmarkToolsListServer(b *testing.B) {
+	g := newTestGateway(b, config.ModeOn, []upstream.Spec{{Name: "many", InProcess: manyRecordsServer()}})
+	ctx := context.Background()
+	msg := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	cpuLat := cpuQuantiles{own: true}
+	b.ReportAllocs()
+	for b.Loop() {
+		cpuLat.start()
+		out, err := json.Marshal(g.MCPServer().HandleMessage(ctx, msg))
+		cpuLat.stop()
+		if err != nil || !bytes.Contains(out, []byte(`"name":"tool_search"`)) {
+			b.Fatalf("tools/list: %v %.300s", err, out)
+		}
+	}
+	cpuLat.report(b)
+}
+
+// manyRecordsServer is an upstream of 10,000 small tools.
+func manyRecordsServer() *server.MCPServer {
 	up := server.NewMCPServer("many", "1.0.0", server.WithToolCapabilities(true))
 	tools := make([]server.ServerTool, 0, 10000)
 	for i := range 10000 {
@@ -195,25 +259,7 @@ func BenchmarkToolsListBridge(b *testing.B) {
 		})
 	}
 	up.AddTools(tools...)
-	c := benchGateway(b, config.ModeOn, upstream.Spec{Name: "many", InProcess: up})
-	ctx := context.Background()
-	durations := make([]time.Duration, 0, b.N)
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu := startCPU()
-	for b.Loop() {
-		start := time.Now()
-		res, err := c.ListTools(ctx, mcp.ListToolsRequest{})
-		durations = append(durations, time.Since(start))
-		if err != nil || len(res.Tools) != 3 {
-			b.Fatalf("tools/list: %v (%d tools)", err, len(res.Tools))
-		}
-	}
-	b.StopTimer()
-	cpu.report(b, len(durations))
-	slices.Sort(durations)
-	b.ReportMetric(float64(durations[len(durations)/2].Nanoseconds()), "p50-ns")
-	b.ReportMetric(float64(durations[len(durations)*99/100].Nanoseconds()), "p99-ns")
+	return up
 }
 
 func toolName(i int) string {

@@ -67,6 +67,52 @@ func reportQuantiles(b *testing.B, d []time.Duration, prefix string) {
 	b.ReportMetric(float64(quantile(s, 0.99).Nanoseconds()), prefix+"p99-ns")
 }
 
+// cpuQuantiles collects the CPU time of requests made one at a time and
+// reports its quantiles: the process's (callCPU: everything the process
+// did meanwhile, the garbage collector's background workers included) and,
+// for requests served on the caller's goroutine, the request's own
+// (threadCPU; the caller locks its goroutine to its thread).
+type cpuQuantiles struct {
+	// own is set when the request runs on the caller's goroutine.
+	own               bool
+	proc, thread      []time.Duration
+	procFrom, thrFrom time.Duration
+	procOK, threadOK  bool
+}
+
+// start marks the beginning of a request.
+func (q *cpuQuantiles) start() {
+	q.procFrom, q.procOK = callCPU()
+	if q.own {
+		q.thrFrom, q.threadOK = threadCPU()
+	}
+}
+
+// stop records the CPU time since start.
+func (q *cpuQuantiles) stop() {
+	if q.own {
+		if now, ok := threadCPU(); ok && q.threadOK {
+			q.thread = append(q.thread, now-q.thrFrom)
+		}
+	}
+	if now, ok := callCPU(); ok && q.procOK {
+		q.proc = append(q.proc, now-q.procFrom)
+	}
+}
+
+// report reports the process CPU time's p50 and p99 as cpu-p50-ns and
+// cpu-p99-ns, the request's own as own-cpu-p50-ns and own-cpu-p99-ns;
+// nothing where the clocks are unavailable.
+func (q *cpuQuantiles) report(b *testing.B) {
+	b.Helper()
+	if len(q.proc) > 0 {
+		reportQuantiles(b, q.proc, "cpu-")
+	}
+	if len(q.thread) > 0 {
+		reportQuantiles(b, q.thread, "own-cpu-")
+	}
+}
+
 // synthToolsPerServer is the size of the synthetic servers: real MCP
 // servers carry a few to a few dozen tools.
 const synthToolsPerServer = 40
