@@ -117,10 +117,26 @@ func TestDeprecated(t *testing.T) {
 		{"Lists deprecated packages of a project", "x", false, ""},
 		{"Use this instead of grep", "x", false, ""},
 		{"", "x", false, ""},
+		{"DEPRECATED", "x", true, ""},
+		{"Lists NONDEPRECATED and DEPRECATEDS packages", "x", false, ""},
+		{strings.Repeat("Thinks step by step, revising earlier thoughts. ", 60), "x", false, ""},
+		{strings.Repeat("Thinks step by step. ", 60) + "DEPRECATED, use think_v2 instead", "x", true, "think_v2"},
 	} {
 		dep, repl := Deprecated(mcp.Tool{Name: tc.name, Description: tc.desc})
 		if dep != tc.dep || repl != tc.repl {
 			t.Errorf("Deprecated(%q) = %v, %q; want %v, %q", tc.desc, dep, repl, tc.dep, tc.repl)
+		}
+	}
+}
+
+// BenchmarkDeprecated measures the deprecation check over a long
+// description that does not say it (the sequential-thinking server's is
+// 2.8 KB): tool_search makes it for every hit it answers.
+func BenchmarkDeprecated(b *testing.B) {
+	tool := mcp.Tool{Name: "sequentialthinking", Description: strings.Repeat("A detailed tool for dynamic and reflective problem-solving through thoughts. ", 36)}
+	for b.Loop() {
+		if dep, _ := Deprecated(tool); dep {
+			b.Fatal("deprecated")
 		}
 	}
 }
