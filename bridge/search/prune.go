@@ -235,11 +235,10 @@ func (ix *Index) admit(groups []queryGroup, refs []groupRef, sc *scratch, docs [
 		}
 		return
 	}
+	// ix.meta is in the index-wide numbering: no segment to look up.
 	for _, g := range docs {
 		sc.slot[g] = 1
-		if seg, d := ix.locate(g); seg != nil {
-			sc.nameParts[g] = seg.meta[d].nameParts
-		}
+		sc.nameParts[g] = ix.meta[g].nameParts
 	}
 	ix.rescore(groups, sc, docs)
 }
@@ -460,11 +459,23 @@ func (ix *Index) rescore(groups []queryGroup, sc *scratch, docs []int) {
 			}
 			wq := a.w * min(termIDF(n, e.df), maxIDF)
 			post := e.post
+			// In document order, the chunks meet the documents in
+			// order: a cursor replaces a search per chunk.
+			lo := 0
 			for _, c := range e.chunks {
 				run := post[:c.n]
 				post = post[c.n:]
 				base, meta := c.seg.base, c.seg.meta
-				lo, _ := slices.BinarySearch(docs, base)
+				if e.unordered {
+					lo, _ = slices.BinarySearch(docs, base)
+				} else {
+					for lo < len(docs) && docs[lo] < base {
+						lo++
+					}
+					if lo == len(docs) {
+						break
+					}
+				}
 				for _, g := range docs[lo:] {
 					if g >= base+len(meta) {
 						break
