@@ -159,7 +159,7 @@ func (ix *Index) addTerm(e *termEntry, wq float64, sc *scratch, only bool) {
 	k1 := ix.opts.K1
 	post := e.post
 	for _, c := range e.chunks {
-		base := c.seg.base
+		base := int(ix.bases[c.slot])
 		meta := ix.meta[base:]
 		run := post[:c.n]
 		post = post[c.n:]

@@ -38,6 +38,15 @@ type Index struct {
 	// back, where the segments' own arrays, each a small allocation of
 	// its own, cost a cache miss per segment at 100,000 tools.
 	meta []docMeta
+	// slots holds every linked segment at its slot, the number its
+	// chunks carry, and bases[slot] is that segment's base: a posting
+	// loop reads a chunk's base from this small dense array, where
+	// following a pointer to each segment cost a cache miss per chunk
+	// (at 100,000 tools a common term has thousands of chunks of a few
+	// postings each). free lists the slots of unlinked segments.
+	slots []*segment
+	bases []int32
+	free  []int32
 	// norm[f][b] is field f's BM25F weight over its length normalisation
 	// for a document whose field length is in bucket b. It depends on the
 	// average field lengths, so link and unlink refresh it.
@@ -67,12 +76,12 @@ type termEntry struct {
 	unordered bool
 }
 
-// chunk is one segment's run of postings in a termEntry, post[start:start+n].
-// The counts are 32-bit so that a chunk stays 16 bytes: at 100,000 tools
-// the index holds about two million of them.
+// chunk is one segment's run of postings in a termEntry, post[start:start+n];
+// slot is the segment's slot in Index.slots and Index.bases. The fields
+// are 32-bit so that a chunk is 12 bytes: at 100,000 tools the index
+// holds about two million of them.
 type chunk struct {
-	seg      *segment
-	n, start int32
+	slot, n, start int32
 }
 
 // nameRef locates one tool for name resolution.
@@ -235,6 +244,15 @@ func (ix *Index) Servers() []string {
 // entries from reserve, or nil to look them up. Caller holds mu.
 func (ix *Index) link(seg *segment, ents []*termEntry) {
 	ix.segs[seg.server] = seg
+	if n := len(ix.free); n > 0 {
+		seg.slot = ix.free[n-1]
+		ix.free = ix.free[:n-1]
+		ix.slots[seg.slot] = seg
+	} else {
+		seg.slot = int32(len(ix.slots))
+		ix.slots = append(ix.slots, seg)
+		ix.bases = append(ix.bases, 0)
+	}
 	i, _ := slices.BinarySearchFunc(ix.order, seg.server, func(s *segment, name string) int {
 		return strings.Compare(s.server, name)
 	})
@@ -249,11 +267,11 @@ func (ix *Index) link(seg *segment, ents []*termEntry) {
 			ix.terms[t] = e
 		}
 		e.addBounds(p, seg.meta)
-		if k := len(e.chunks); k > 0 && e.chunks[k-1].seg.server > seg.server {
+		if k := len(e.chunks); k > 0 && ix.slots[e.chunks[k-1].slot].server > seg.server {
 			e.unordered = true
 		}
 		e.df += len(p)
-		e.chunks = append(e.chunks, chunk{seg: seg, n: int32(len(p)), start: int32(len(e.post))})
+		e.chunks = append(e.chunks, chunk{slot: seg.slot, n: int32(len(p)), start: int32(len(e.post))})
 		e.post = append(e.post, p...)
 	}
 	// The term entries now hold the postings; the segment's copy would
@@ -302,13 +320,15 @@ func (ix *Index) unlink(seg *segment) {
 	for f := range ix.lenSum {
 		ix.lenSum[f] -= seg.lenSum[f]
 	}
+	ix.slots[seg.slot] = nil
+	ix.free = append(ix.free, seg.slot)
 }
 
 // unlink removes seg's chunk from e.
 func (e *termEntry) unlink(seg *segment) {
 	off := 0
 	for i, c := range e.chunks {
-		if c.seg != seg {
+		if c.slot != seg.slot {
 			off += int(c.n)
 			continue
 		}
@@ -331,6 +351,7 @@ func (ix *Index) renumber() {
 	ix.meta = ix.meta[:0]
 	for _, s := range ix.order {
 		s.base = base
+		ix.bases[s.slot] = int32(base)
 		base += len(s.docs)
 		ix.meta = append(ix.meta, s.meta...)
 	}

@@ -286,27 +286,26 @@ func ordered(refs []groupRef) bool {
 
 // lookup returns e's posting for index-wide document g with g's
 // metadata, or nil. Caller holds mu (read).
-func (e *termEntry) lookup(g int) (*posting, *docMeta) {
+func (ix *Index) lookup(e *termEntry, g int) (*posting, *docMeta) {
 	cs := e.chunks
 	i := -1
 	if e.unordered {
 		for k := range cs {
-			if b := cs[k].seg.base; g >= b && g < b+len(cs[k].seg.meta) {
+			if b := int(ix.bases[cs[k].slot]); g >= b && g < b+len(ix.slots[cs[k].slot].meta) {
 				i = k
 				break
 			}
 		}
 	} else {
-		i = sort.Search(len(cs), func(k int) bool { return cs[k].seg.base > g }) - 1
+		i = sort.Search(len(cs), func(k int) bool { return int(ix.bases[cs[k].slot]) > g }) - 1
 	}
 	if i < 0 {
 		return nil, nil
 	}
 	c := &cs[i]
-	local := g - c.seg.base
-	if local >= len(c.seg.meta) {
-		return nil, nil
-	}
+	// A document past the segment's end has a local number above all
+	// of the chunk's postings, so the search below misses it.
+	local := g - int(ix.bases[c.slot])
 	run := e.post[c.start : c.start+c.n]
 	j, found := slices.BinarySearchFunc(run, uint32(local), func(p posting, d uint32) int {
 		return cmp.Compare(p.doc, d)
@@ -314,7 +313,7 @@ func (e *termEntry) lookup(g int) (*posting, *docMeta) {
 	if !found {
 		return nil, nil
 	}
-	return &run[j], &c.seg.meta[local]
+	return &run[j], &ix.meta[g]
 }
 
 // exactScore is document g's score from accumulate, computed alone: the
@@ -327,7 +326,7 @@ func (ix *Index) exactScore(refs []groupRef, g int) float64 {
 	for _, r := range refs {
 		best, name := 0.0, false
 		for _, a := range r.alts {
-			p, m := a.e.lookup(g)
+			p, m := ix.lookup(a.e, g)
 			if p == nil {
 				continue
 			}
@@ -401,7 +400,7 @@ func (ix *Index) addGroup(grp queryGroup, sc *scratch, only bool) {
 		wq := a.w * min(termIDF(n, e.df), maxIDF)
 		post := e.post
 		for _, c := range e.chunks {
-			base := c.seg.base
+			base := int(ix.bases[c.slot])
 			meta := ix.meta[base:]
 			run := post[:c.n]
 			post = post[c.n:]
@@ -465,7 +464,14 @@ func (ix *Index) rescore(groups []queryGroup, sc *scratch, docs []int) {
 			for _, c := range e.chunks {
 				run := post[:c.n]
 				post = post[c.n:]
-				base, meta := c.seg.base, c.seg.meta
+				if len(run) == 0 {
+					continue
+				}
+				base := int(ix.bases[c.slot])
+				meta := ix.meta[base:]
+				// The chunk's last document ends the candidates it can
+				// hold, without a look at its segment.
+				end := base + int(run[len(run)-1].doc)
 				if e.unordered {
 					lo, _ = slices.BinarySearch(docs, base)
 				} else {
@@ -477,7 +483,7 @@ func (ix *Index) rescore(groups []queryGroup, sc *scratch, docs []int) {
 					}
 				}
 				for _, g := range docs[lo:] {
-					if g >= base+len(meta) {
+					if g > end {
 						break
 					}
 					i, found := slices.BinarySearchFunc(run, uint32(g-base), func(p posting, d uint32) int {
@@ -587,7 +593,8 @@ func (ix *Index) admitFeedback(groups []queryGroup, sc *scratch, pr *pruned, ter
 		wq := wqs[i]
 		post := e.post
 		for _, c := range e.chunks {
-			base, meta := c.seg.base, c.seg.meta
+			base := int(ix.bases[c.slot])
+			meta := ix.meta[base:]
 			run := post[:c.n]
 			post = post[c.n:]
 			for _, p := range run {

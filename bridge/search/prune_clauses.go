@@ -331,7 +331,7 @@ func (ix *Index) addGroupClauses(grp queryGroup, sc *scratch, cb *clauseBounds, 
 		wq := a.w * min(termIDF(n, e.df), maxIDF)
 		post := e.post
 		for _, c := range e.chunks {
-			base := c.seg.base
+			base := int(ix.bases[c.slot])
 			meta := ix.meta[base:]
 			run := post[:c.n]
 			post = post[c.n:]

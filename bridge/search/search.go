@@ -224,7 +224,7 @@ func (ix *Index) accumulateOnly(groups []queryGroup, sc *scratch, only []bool) {
 			wq := a.w * min(idf(a.term), maxIDF)
 			post := e.post
 			for _, c := range e.chunks {
-				base := c.seg.base
+				base := int(ix.bases[c.slot])
 				meta := ix.meta[base:]
 				run := post[:c.n]
 				post = post[c.n:]

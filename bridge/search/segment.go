@@ -85,6 +85,8 @@ type segment struct {
 	// base is the segment's offset in the index-wide document numbering
 	// that Search's score accumulators use.
 	base int
+	// slot is the segment's place in Index.slots while it is linked.
+	slot int32
 }
 
 // buildSegment analyses one server's documents. It runs outside the index
