@@ -95,6 +95,10 @@ type Gateway struct {
 	// and closes once its last call is done (Close waits for it).
 	reloadMu sync.Mutex
 	retiring sync.WaitGroup
+	// memoSaves are the review memo's writes under way (see saveMemo):
+	// Close waits for them, so nothing writes to the state directory
+	// after it returns.
+	memoSaves sync.WaitGroup
 
 	index *search.Index
 	// semantic reranks tool_search with embeddings; nil when
@@ -307,6 +311,7 @@ func (g *Gateway) Close() error {
 	g.endLife()
 	errs := []error{g.pool.Close()}
 	g.retiring.Wait() // the pool is closed: nothing retired waits any more
+	g.memoSaves.Wait()
 	errs = append(errs, g.settings().hooks.Close())
 	if g.semantic != nil {
 		g.semantic.Close()
@@ -385,6 +390,7 @@ func (g *Gateway) rebuild() (told bool) {
 	cat.reindexExposed()
 	g.reportOverrides(cat.OverrideProblems)
 	g.screen(cat, live)
+	g.saveMemo(live)
 	// Classifying (token counts) and indexing read the same tools and
 	// write different fields: side by side, start-up waits for the longer
 	// of the two rather than their sum.

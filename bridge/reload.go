@@ -72,6 +72,11 @@ func provision(cfg *config.Config, old *settings, logger *slog.Logger, sh *share
 			return nil, fmt.Errorf("opening the state directory: %w", err)
 		}
 		s.pins = trust.NewStore(dir)
+		if err := s.pins.LoadMemo(Version); err != nil {
+			// Derived values only: without them every tool is reviewed
+			// afresh, and the next save replaces the file.
+			logger.Warn("trust: review memo ignored", "error", err)
+		}
 	}
 	s.access = access.NewPolicy(cfg.Access)
 	switch {

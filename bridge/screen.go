@@ -172,6 +172,18 @@ func (g *Gateway) screen(cat *Catalog, live *settings) {
 	cat.remove(removed)
 }
 
+// saveMemo writes the trust review's memo file in the background, so
+// that the next start need not scan the tools that did not change (see
+// trust.Store.LoadMemo); it writes only when the memo changed. The
+// review's outcome never waits for it.
+func (g *Gateway) saveMemo(live *settings) {
+	g.memoSaves.Go(func() {
+		if err := live.pins.SaveMemo(); err != nil {
+			g.warnings.warn(g.logger, "review memo", "trust: the review memo was not saved; the next start reviews every tool again", "error", err)
+		}
+	})
+}
+
 // noteTrust records one tool's finding in seen and appends a change when
 // it differs from the last screen's.
 func (g *Gateway) noteTrust(changes []trace.TrustChange, seen map[string]string, id string, held bool, reason string) []trace.TrustChange {

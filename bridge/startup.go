@@ -9,6 +9,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/toolbridge/toolbridge/bridge/trust"
 	"github.com/toolbridge/toolbridge/bridge/upstream"
 	"github.com/toolbridge/toolbridge/classify"
 )
@@ -245,6 +246,16 @@ func (g *Gateway) prepare(u *upstream.Conn) {
 			g.installDocs(u.Name(), docs, print)
 		}
 	})
-	classify.CountAll(g.settings().counter, listed)
+	live := g.settings()
+	classify.CountAll(live.counter, listed)
+	// The trust review of this server's tools, done now so that the
+	// rebuild that publishes the catalog finds them in the memo: it runs
+	// once the slowest server is up, and everything it does delays the
+	// first tools/list.
+	defs := make([]trust.Definition, len(cat.Tools))
+	for i, t := range cat.Tools {
+		defs[i] = definitionOf(t.UpstreamTool())
+	}
+	live.pins.Prepare(live.cfg.Trust, u.Name(), defs)
 	indexed.Wait()
 }

@@ -1,6 +1,7 @@
 package trust
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"iter"
@@ -57,11 +58,20 @@ type storedPin struct {
 	at       int64 // PinnedAt in Unix seconds (pins are taken to the second)
 	approved bool
 	prints   *fieldPrints // nil in a file store
+	// def is the fingerprint of the pinned definition (see pinnedPrint),
+	// when it was known: a review of a tool whose bytes are the pinned
+	// ones takes the pin's hash and need not hash the tool.
+	def    [sha256.Size]byte
+	hasDef bool
 }
 
 // store returns p as a file store keeps it in memory.
 func (p Pin) store() storedPin {
-	return storedPin{hash: p.Hash, at: p.PinnedAt.Unix(), approved: p.Approved}
+	sp := storedPin{hash: p.Hash, at: p.PinnedAt.Unix(), approved: p.Approved}
+	if p.Definition.Name != "" {
+		sp.def, sp.hasDef = pinnedPrint(p.Definition), true
+	}
+	return sp
 }
 
 // storePrinted returns p as a memory store keeps it, with prints, the
@@ -92,15 +102,19 @@ type pinSet struct {
 	stale bool
 }
 
-// lookup returns the pin of tool name and what names its changed fields:
-// the pinned definition (full) or the field prints.
-func (s *pinSet) lookup(name string) (Pin, *fieldPrints, bool) {
+// lookup returns the pin of tool name, what names its changed fields (the
+// pinned definition (full) or the field prints) and the fingerprint of
+// the pinned definition when it is known.
+func (s *pinSet) lookup(name string) (Pin, *fieldPrints, *[sha256.Size]byte, bool) {
 	if s.full != nil {
 		p, ok := s.full.Tools[name]
-		return p, nil, ok
+		return p, nil, nil, ok
 	}
 	sp, ok := s.stored[name]
-	return sp.pin(), sp.prints, ok
+	if !sp.hasDef {
+		return sp.pin(), sp.prints, nil, ok
+	}
+	return sp.pin(), sp.prints, &sp.def, ok
 }
 
 // names returns the names of the pinned tools.
@@ -194,20 +208,34 @@ func evaluate(p config.Trust, server string, pins *pinSet, defs []Definition, no
 	offered := map[string]bool{}
 	for _, d := range defs {
 		offered[d.Name] = true
-		hash, flags, prints := memo.assessPrints(server, d)
+		print := fingerprint(d)
+		var pin *Pin
+		var pinned *fieldPrints
+		var pinnedDef *[sha256.Size]byte
+		if pins != nil && p.Mode != config.TrustOff {
+			if old, fp, dp, ok := pins.lookup(d.Name); ok {
+				pin, pinned, pinnedDef = &old, fp, dp
+			}
+		}
+		var hash string
+		var flags []Flag
+		var prints *fieldPrints
+		if pin != nil && pinnedDef != nil && *pinnedDef == print {
+			// The tool is, byte for byte, the definition its pin holds:
+			// the pin, not a memo, gives its hash. Flags from the memo file
+			// are used only where they cannot hold or release the tool:
+			// under block_suspicious, an unapproved tool is scanned afresh.
+			hash = pin.Hash
+			flags = memo.flagsOf(server, d, print, !p.BlockSuspicious || pin.Approved)
+		} else {
+			hash, flags, prints = memo.assessPrints(server, d, print)
+		}
 		v := Verdict{Server: server, Name: d.Name, Definition: d, Hash: hash, Flags: flags}
 		var reasons []string
 		if p.Mode == config.TrustOff {
 			v.State = StateUnchecked
 			r.Verdicts = append(r.Verdicts, v)
 			continue
-		}
-		var pin *Pin
-		var pinned *fieldPrints
-		if pins != nil {
-			if old, fp, ok := pins.lookup(d.Name); ok {
-				pin, pinned = &old, fp
-			}
 		}
 		v.Pin = pin
 		switch {

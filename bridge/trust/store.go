@@ -44,6 +44,10 @@ type Store struct {
 	// spares it re-reading pin files that did not change.
 	memo memo
 	read map[string]readPins
+	// memoKey is the memo file's key (see LoadMemo), "" without one;
+	// memoSave orders SaveMemo's writes.
+	memoKey  string
+	memoSave sync.Mutex
 }
 
 // NewStore returns the pin store in dir.
@@ -504,6 +508,32 @@ func (s *Store) Review(p config.Trust, server string, defs []Definition, now tim
 		return r, err
 	}
 	return r, nil
+}
+
+// Prepare does the costly part of a later Review of the server's defs
+// ahead of it: it reads the pins and fills the memo with the tools'
+// hashes and flags. It changes no pins and reports nothing; a Review
+// still decides everything. A gateway calls it for each server as it
+// comes up, while others are still starting.
+//
+// A memory store does nothing here: the tools it pins on first use keep
+// the field prints that only a review that hashes them computes (see
+// memo.assessPrints), so hashing them ahead would cost a second
+// canonicalization, and it has no memo file to read either.
+func (s *Store) Prepare(p config.Trust, server string, defs []Definition) {
+	if s.mem != nil {
+		return
+	}
+	var pins *pinSet
+	// A shared store's pins are read by the Review only: a round trip
+	// here would be one more per server, and the hashes are the cost.
+	if p.Mode != config.TrustOff && s.shared == nil {
+		var err error
+		if pins, err = s.stored(server); err != nil {
+			return // the Review says so
+		}
+	}
+	_, _ = evaluate(p, server, pins, defs, time.Now(), nil, &s.memo)
 }
 
 // holdUnpinned turns the first-use pins of a review made on stale pins
