@@ -390,7 +390,6 @@ func (g *Gateway) rebuild() (told bool) {
 	cat.reindexExposed()
 	g.reportOverrides(cat.OverrideProblems)
 	g.screen(cat, live)
-	g.saveMemo(live)
 	// Classifying (token counts) and indexing read the same tools and
 	// write different fields: side by side, start-up waits for the longer
 	// of the two rather than their sum.
@@ -398,6 +397,7 @@ func (g *Gateway) rebuild() (told bool) {
 	indexed.Go(func() { g.updateIndex(cat) })
 	g.classifyWith(cat, live, live.counter)
 	indexed.Wait()
+	g.saveMemo(live)
 	g.catalog.Store(cat)
 
 	tools := make([]server.ServerTool, 0, len(cat.Visible)+len(metaNames))

@@ -52,10 +52,8 @@ func provision(cfg *config.Config, old *settings, logger *slog.Logger, sh *share
 		return nil, fmt.Errorf("building classifier: %w", err)
 	}
 	s := &settings{cfg: cfg, classifier: classifier}
-	if old != nil && old.cfg.Tokenizer == cfg.Tokenizer {
-		s.counter = old.counter
-	} else if s.counter, err = classify.NewCounter(cfg.Tokenizer); err != nil {
-		return nil, fmt.Errorf("building token counter: %w", err)
+	if s.counter, err = provisionCounter(cfg, old, logger); err != nil {
+		return nil, err
 	}
 	switch {
 	case sh != nil:
@@ -94,6 +92,43 @@ func provision(cfg *config.Config, old *settings, logger *slog.Logger, sh *share
 		return nil, fmt.Errorf("building hooks: %w", err)
 	}
 	return s, nil
+}
+
+// provisionCounter returns the token counter for cfg: old's when the
+// tokenizer is the same, so its cache stays warm, and with a state
+// directory one that remembers its counts there between runs (see
+// classify.CountMemo).
+func provisionCounter(cfg *config.Config, old *settings, logger *slog.Logger) (classify.Counter, error) {
+	var base classify.Counter
+	if old != nil && old.cfg.Tokenizer == cfg.Tokenizer {
+		base = old.counter
+		if m, ok := base.(*classify.CountMemo); ok {
+			if old.cfg.StateDir == cfg.StateDir {
+				return m, nil
+			}
+			base = m.Counter
+		}
+	}
+	if base == nil {
+		var err error
+		if base, err = classify.NewCounter(cfg.Tokenizer); err != nil {
+			return nil, fmt.Errorf("building token counter: %w", err)
+		}
+	}
+	if cfg.StateDir == "" || !base.Exact() {
+		return base, nil // an estimate costs nothing to redo
+	}
+	dir, err := statefile.Open(cfg.StateDir)
+	if err != nil {
+		return base, nil // the pin store says so
+	}
+	m := classify.NewCountMemo(base, dir)
+	if err := m.Load(); err != nil {
+		// Derived values only: without them the tools are counted
+		// afresh, and the next save replaces the file.
+		logger.Warn("tokens: count memo ignored", "error", err)
+	}
+	return m, nil
 }
 
 func sameHooks(a, b *config.Config) bool {

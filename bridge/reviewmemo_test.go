@@ -57,13 +57,28 @@ func TestReviewMemoOutlivesTheGateway(t *testing.T) {
 		t.Fatalf("review memo = %s (%v), want the repo server's 4 tools", b, err)
 	}
 
-	if err := os.WriteFile(path, []byte(`{"version":1,"entries":`), 0o600); err != nil {
-		t.Fatal(err)
+	tokens := filepath.Join(cfg.StateDir, "memo", "tokens.json")
+	if fi, err := os.Stat(tokens); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("token count memo after a start: %v, %v; want mode 0600", fi, err)
+	}
+
+	for _, p := range []string{path, tokens} {
+		if err := os.WriteFile(p, []byte(`{"version":1,"entries":`), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	g, logs := startWithLogs(t, cfg, poisoned)
 	defer g.Close()
 	if !strings.Contains(logs.String(), "review memo ignored") || !strings.Contains(logs.String(), path) {
 		t.Errorf("a corrupt memo was not named in the log:\n%s", logs.String())
+	}
+	if !strings.Contains(logs.String(), "count memo ignored") || !strings.Contains(logs.String(), tokens) {
+		t.Errorf("a corrupt count memo was not named in the log:\n%s", logs.String())
+	}
+	for _, tool := range g.Catalog().Tools {
+		if tool.Tokens == 0 {
+			t.Errorf("tool %s counted 0 tokens after a corrupt count memo", tool.ID)
+		}
 	}
 	cat := g.Catalog()
 	if _, ok := cat.byID["repo::create_issue"]; ok {

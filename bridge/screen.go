@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolbridge/toolbridge/bridge/trust"
+	"github.com/toolbridge/toolbridge/classify"
 	"github.com/toolbridge/toolbridge/config"
 	"github.com/toolbridge/toolbridge/config/toolid"
 	"github.com/toolbridge/toolbridge/trace"
@@ -172,14 +173,20 @@ func (g *Gateway) screen(cat *Catalog, live *settings) {
 	cat.remove(removed)
 }
 
-// saveMemo writes the trust review's memo file in the background, so
-// that the next start need not scan the tools that did not change (see
-// trust.Store.LoadMemo); it writes only when the memo changed. The
-// review's outcome never waits for it.
+// saveMemo writes the trust review's memo file and the token counts' in
+// the background, so that the next start need not scan or count the
+// tools that did not change (see trust.Store.LoadMemo and
+// classify.CountMemo); each is written only when it changed. Nothing
+// waits for them but Close.
 func (g *Gateway) saveMemo(live *settings) {
 	g.memoSaves.Go(func() {
 		if err := live.pins.SaveMemo(); err != nil {
 			g.warnings.warn(g.logger, "review memo", "trust: the review memo was not saved; the next start reviews every tool again", "error", err)
+		}
+		if m, ok := live.counter.(*classify.CountMemo); ok {
+			if err := m.Save(); err != nil {
+				g.warnings.warn(g.logger, "count memo", "tokens: the count memo was not saved; the next start counts every tool again", "error", err)
+			}
 		}
 	})
 }
