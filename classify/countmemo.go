@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"slices"
 	"sync"
@@ -172,7 +173,8 @@ func decodeCountMemo(b []byte, tokenizer string) (map[[sha256.Size]byte]int, [sh
 	return counts, sum, nil
 }
 
-// Save writes the counts used or made since Load to the memo file,
+// Save writes the counts used or made since Load, and those of the file
+// that still fit (see encode), to the memo file,
 // atomically (mode 0600), if they differ from what it holds.
 func (m *CountMemo) Save() error {
 	b, sum := m.encode()
@@ -191,19 +193,27 @@ func (m *CountMemo) Save() error {
 	return nil
 }
 
-// encode renders the counts of this run as a memo file, records sorted
+// encode renders the counts as a memo file, records sorted
 // so that the same counts give the same bytes, and their digest.
 func (m *CountMemo) encode() ([]byte, [sha256.Size]byte) {
 	m.mu.Lock()
-	keys := make([][sha256.Size]byte, 0, len(m.now))
-	for k := range m.now {
-		keys = append(keys, k)
+	// The file's counts that this run did not use stay (another config
+	// on the same state directory, a server that is down), while they
+	// fit: past maxCountMemo only this run's are kept.
+	counts := m.now
+	if len(m.old) > 0 {
+		union := maps.Clone(m.old)
+		maps.Copy(union, m.now)
+		if len(union) <= maxCountMemo {
+			counts = union
+		}
 	}
+	keys := slices.Collect(maps.Keys(counts))
 	packed := make([]byte, 0, len(keys)*countRecord)
 	sortDigests(keys)
 	for _, k := range keys {
 		packed = append(packed, k[:]...)
-		packed = binary.BigEndian.AppendUint32(packed, uint32(min(m.now[k], maxCount)))
+		packed = binary.BigEndian.AppendUint32(packed, uint32(min(counts[k], maxCount)))
 	}
 	m.mu.Unlock()
 	sum := sha256.Sum256(packed)

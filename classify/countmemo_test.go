@@ -167,3 +167,36 @@ func FuzzDecodeCountMemo(f *testing.F) {
 		}
 	})
 }
+
+// TestCountMemoKeepsCountsNotUsed: a run that counts some tools keeps the
+// file's counts of the others (another config on the same state
+// directory), so the next run of that config finds them.
+func TestCountMemoKeepsCountsNotUsed(t *testing.T) {
+	root := t.TempDir()
+	other := memoTool()
+	other.Name = "write_file"
+	m := countMemo(t, root)
+	if err := m.Load(); err != nil {
+		t.Fatal(err)
+	}
+	m.Count(memoTool())
+	m.Count(other)
+	if err := m.Save(); err != nil {
+		t.Fatal(err)
+	}
+	next := countMemo(t, root)
+	if err := next.Load(); err != nil {
+		t.Fatal(err)
+	}
+	next.Count(memoTool())
+	if err := next.Save(); err != nil {
+		t.Fatal(err)
+	}
+	last := countMemo(t, root)
+	if err := last.Load(); err != nil {
+		t.Fatal(err)
+	}
+	if len(last.old) != 2 {
+		t.Errorf("after a run that counted one of two tools the file has %d counts, want both", len(last.old))
+	}
+}

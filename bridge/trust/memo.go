@@ -40,8 +40,9 @@ type memoEntry struct {
 	// fromFile is set while the flags are the memo file's, not computed
 	// in this process.
 	fromFile bool
-	// used is set once this process reviewed the tool: only those
-	// entries are written back, so the file follows the catalog.
+	// used is set once this process reviewed the tool: of a server it
+	// reviewed, only those entries are written back, so the file follows
+	// the catalog.
 	used bool
 }
 

@@ -158,7 +158,8 @@ func decodeMemo(b []byte, key string) (map[memoKey]memoEntry, [sha256.Size]byte,
 }
 
 // SaveMemo writes the flags of the tools this store reviewed since it was
-// made to the memo file, atomically (mode 0600), if they differ from what
+// made, and the file's entries of the servers it did not review, to the
+// memo file, atomically (mode 0600), if they differ from what
 // the file holds. It does nothing for a store without a memo file (see
 // LoadMemo, which must come first).
 func (s *Store) SaveMemo() error {
@@ -186,13 +187,22 @@ func (s *Store) SaveMemo() error {
 	return nil
 }
 
-// encode renders the memo's used entries as a memo file made under key,
-// and the digest of its entries.
+// encode renders the memo as a memo file made under key (see SaveMemo
+// for which entries), and the digest of its entries.
 func (m *memo) encode(key string) ([]byte, [sha256.Size]byte, error) {
 	servers := map[string]map[string]memoTool{}
 	m.mu.Lock()
+	// A server this run reviewed keeps the entries of the tools it offers
+	// now; one it did not (another config on the same state directory,
+	// a server that is down) keeps what the file had.
+	reviewed := map[string]bool{}
 	for k, e := range m.m {
-		if !e.used {
+		if e.used {
+			reviewed[k.server] = true
+		}
+	}
+	for k, e := range m.m {
+		if !e.used && reviewed[k.server] {
 			continue
 		}
 		if servers[k.server] == nil {

@@ -302,3 +302,39 @@ func mustEncode(t *testing.T, entries map[memoKey]memoEntry, key string) []byte 
 	}
 	return b
 }
+
+// TestMemoKeepsServersNotReviewed: a run that reviews some servers (a
+// config with fewer, a server down) keeps the file's entries of the
+// others, and drops the entries of tools a reviewed server no longer
+// offers.
+func TestMemoKeepsServersNotReviewed(t *testing.T) {
+	s, root := newStore(t)
+	if err := s.LoadMemo("test"); err != nil {
+		t.Fatal(err)
+	}
+	p := config.Trust{Mode: config.TrustPin, NewServers: config.NewServersTrust}
+	gone := sample()
+	gone.Name = "gone_tool"
+	for server, defs := range map[string][]Definition{"gh": {sample(), gone}, "notes": {suspicious()}} {
+		if _, err := s.Review(p, server, defs, t0, approveCmd); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.SaveMemo(); err != nil {
+		t.Fatal(err)
+	}
+	next := reopen(t, root)
+	if _, err := next.Review(p, "gh", []Definition{sample()}, t0, approveCmd); err != nil {
+		t.Fatal(err)
+	}
+	if err := next.SaveMemo(); err != nil {
+		t.Fatal(err)
+	}
+	last := reopen(t, root)
+	_, notes := last.memo.m[memoKey{"notes", suspicious().Name}]
+	_, kept := last.memo.m[memoKey{"gh", sample().Name}]
+	_, dropped := last.memo.m[memoKey{"gh", gone.Name}]
+	if !notes || !kept || dropped {
+		t.Errorf("after a run that reviewed gh only: notes entry %v (want kept), gh tool %v (want kept), gh's gone tool %v (want dropped)", notes, kept, dropped)
+	}
+}
