@@ -95,10 +95,12 @@ type Gateway struct {
 	// and closes once its last call is done (Close waits for it).
 	reloadMu sync.Mutex
 	retiring sync.WaitGroup
-	// memoSaves are the review memo's writes under way (see saveMemo):
+	// memoSaves are the memo files' writes under way (see saveMemo):
 	// Close waits for them, so nothing writes to the state directory
-	// after it returns.
+	// after it returns. memoMu orders starting one against Close: none
+	// starts once the gateway's life has ended.
 	memoSaves sync.WaitGroup
+	memoMu    sync.Mutex
 
 	index *search.Index
 	// semantic reranks tool_search with embeddings; nil when
@@ -311,6 +313,8 @@ func (g *Gateway) Close() error {
 	g.endLife()
 	errs := []error{g.pool.Close()}
 	g.retiring.Wait() // the pool is closed: nothing retired waits any more
+	g.memoMu.Lock()   // endLife came first: no save starts after this
+	g.memoMu.Unlock()
 	g.memoSaves.Wait()
 	errs = append(errs, g.settings().hooks.Close())
 	if g.semantic != nil {

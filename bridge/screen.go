@@ -179,6 +179,11 @@ func (g *Gateway) screen(cat *Catalog, live *settings) {
 // classify.CountMemo); each is written only when it changed. Nothing
 // waits for them but Close.
 func (g *Gateway) saveMemo(live *settings) {
+	g.memoMu.Lock()
+	defer g.memoMu.Unlock()
+	if g.life.Err() != nil {
+		return // closing: a rebuild that came late saves nothing
+	}
 	g.memoSaves.Go(func() {
 		if err := live.pins.SaveMemo(); err != nil {
 			g.warnings.warn(g.logger, "review memo", "trust: the review memo was not saved; the next start reviews every tool again", "error", err)
