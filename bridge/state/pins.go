@@ -10,6 +10,7 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,12 +35,15 @@ import (
 type Pins struct {
 	st *Store
 
-	mu   sync.Mutex
-	seen map[string]bool // servers whose pins a Load found, to say when they are gone
+	mu sync.Mutex
+	// seen is the version of each server's pins this gateway last read
+	// (Load) or wrote: to say when they are gone, and for Watch to tell
+	// when Redis no longer holds what the gateway reviewed with.
+	seen map[string]string
 }
 
 // NewPins returns the pin store on st.
-func NewPins(st *Store) *Pins { return &Pins{st: st, seen: map[string]bool{}} }
+func NewPins(st *Store) *Pins { return &Pins{st: st, seen: map[string]string{}} }
 
 var _ trust.Shared = (*Pins)(nil)
 
@@ -126,9 +130,9 @@ func (p *Pins) Load(server, known string) (*trust.ServerPins, string, error) {
 	}
 	version := res[0]
 	p.mu.Lock()
-	lost := version == "" && p.seen[server]
+	lost := version == "" && p.seen[server] != ""
 	if version != "" {
-		p.seen[server] = true
+		p.seen[server] = version
 	} else {
 		delete(p.seen, server)
 	}
@@ -185,7 +189,8 @@ func (p *Pins) write(server, mode string, pins map[string]trust.Pin) error {
 	if err := checkServer(server); err != nil {
 		return err
 	}
-	args := []any{server, newVersion(), p.channel(), mode}
+	version := newVersion()
+	args := []any{server, version, p.channel(), mode}
 	for _, name := range slices.Sorted(maps.Keys(pins)) {
 		b, err := json.Marshal(pins[name])
 		if err != nil {
@@ -195,7 +200,31 @@ func (p *Pins) write(server, mode string, pins map[string]trust.Pin) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*ioTimeout)
 	defer cancel()
-	return p.st.Check(writeScript.Run(ctx, p.st.rdb, []string{p.pinsKey(server), p.verKey()}, args...).Err())
+	n, err := writeScript.Run(ctx, p.st.rdb, []string{p.pinsKey(server), p.verKey()}, args...).Int()
+	if err := p.st.Check(err); err != nil {
+		return err
+	}
+	if n > 0 {
+		p.mu.Lock()
+		p.seen[server] = version
+		p.mu.Unlock()
+	}
+	return nil
+}
+
+// behind names the servers whose pins this gateway last read or wrote at
+// another version than Redis holds now (v): "" when none.
+func (p *Pins) behind(v map[string]string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for server, version := range p.seen {
+		if v[server] != version {
+			out = append(out, server+"@"+version)
+		}
+	}
+	slices.Sort(out)
+	return strings.Join(out, " ")
 }
 
 // Add implements trust.Shared.
@@ -278,6 +307,7 @@ func (p *Pins) Watch(ctx context.Context, changed func()) {
 	// pins before Watch's first read, and a change made in between would
 	// otherwise be taken as what the gateway has seen.
 	missed := true
+	lastGap := "" // what behind said at the last poll
 	// poll reads the versions and calls changed if they differ from the
 	// last read, or always when told is false: a message told of a
 	// change, and the read only brings last up to date, so that the next
@@ -292,11 +322,18 @@ func (p *Pins) Watch(ctx context.Context, changed func()) {
 		}
 		// After an outage the gateway reviews again even if nothing
 		// seems to have changed: it may have held tools while it
-		// could not read the pins at all.
-		if !told && (missed || last != nil && !maps.Equal(last, v)) {
+		// could not read the pins at all. It also reviews when Redis no
+		// longer holds the versions the gateway itself read or wrote,
+		// once per such difference: the watch may never have seen them
+		// (pins written on first use, then Redis restarted empty,
+		// before its first subscription), and a review that cannot
+		// settle the difference (a server no longer configured) must
+		// not run again on every poll.
+		gap := p.behind(v)
+		if !told && (missed || last != nil && !maps.Equal(last, v)) || gap != "" && gap != lastGap {
 			changed()
 		}
-		missed, last = false, v
+		missed, last, lastGap = false, v, gap
 	}
 	poll(false)
 	for ctx.Err() == nil {
