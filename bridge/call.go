@@ -1,21 +1,29 @@
 package bridge
 
-// The tools/call pipeline, in the order a call takes it:
+// The tools/call pipeline, in the order a call takes it; this file reads
+// top to bottom along one call:
 //
 //  1. the handler: directHandler for a tool listed by its own name,
 //     handleCall for tool_call (and routeDeferred, which turns a direct
 //     call of a deferred tool into a tool_call first);
-//  2. the arguments: callArguments and rawArguments; the name: resolve;
-//  3. validation against the tool's input schema (validators, in
-//     validate.go), for calls through tool_call;
+//  2. the arguments: argsObject, stringArg, callArguments, rawArguments,
+//     and fixArgs for the arguments the config fixes; the name: resolve;
+//  3. validation against the tool's input schema, for calls through
+//     tool_call (validators.validateArgs, in validate.go: the compiled
+//     schema cache);
 //  4. dispatch: a server that is down gets a tool error at once;
-//  5. observedCall: the TOOL and CLIENT spans and the hooks around it;
+//  5. observedCall: the TOOL and CLIENT spans and the hooks around it,
+//     then policy.destructive (checkDestructive, destructiveWhy);
 //  6. forward: the request upstream, with the client's _meta
 //     (upstreamMeta) and its progress token relayed;
 //  7. decodeResult; and failureResult, which turns every failure the
 //     model can act on into an isError result naming the server.
 //
-// The SERVER span around all of it is traceToolCalls' (observe.go).
+// Outside this file, by design: the SERVER span around all of it
+// (traceToolCalls, observe.go), the metrics and status-page records made
+// when dispatch returns (countCall in metrics.go, recordCall in
+// uiview.go), and the tool's hints (hintsOf, screen.go), shared with
+// search and the trust review.
 
 import (
 	"bytes"
@@ -23,6 +31,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -34,6 +43,7 @@ import (
 	"github.com/toolbridge/toolbridge/bridge/access"
 	"github.com/toolbridge/toolbridge/bridge/policy"
 	"github.com/toolbridge/toolbridge/bridge/upstream"
+	"github.com/toolbridge/toolbridge/config"
 	"github.com/toolbridge/toolbridge/config/toolid"
 	"github.com/toolbridge/toolbridge/trace"
 )
@@ -147,6 +157,33 @@ func (g *Gateway) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	return g.dispatch(ctx, call{tool: t, args: toolArgs, meta: req.Params.Meta, via: via})
 }
 
+// argsObject decodes a meta-tool's arguments into their members.
+func argsObject(req mcp.CallToolRequest) (map[string]json.RawMessage, error) {
+	raw := rawArguments(req)
+	out := map[string]json.RawMessage{}
+	if len(raw) == 0 || string(raw) == "null" {
+		return out, nil
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, fmt.Errorf("arguments must be a JSON object: %w", err)
+	}
+	return out, nil
+}
+
+// stringArg decodes a string member; absent gives "", present but not a
+// string is an error.
+func stringArg(args map[string]json.RawMessage, key string) (string, bool, error) {
+	raw, ok := args[key]
+	if !ok || string(raw) == "null" {
+		return "", false, nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", true, fmt.Errorf("%s must be a string, got %s", key, clip(string(raw), 80))
+	}
+	return s, true, nil
+}
+
 // callArguments finds the real tool's arguments: the object under key; a
 // JSON string holding an object (a common slip); or, when key is absent,
 // the other members of the call (arguments given flat). Both an object
@@ -209,6 +246,42 @@ func rawArguments(req mcp.CallToolRequest) json.RawMessage {
 		return nil
 	}
 	return b
+}
+
+// fixArgs refuses a call that sends an argument the config fixes, and
+// injects the fixed ones into args (a JSON object, or empty). It returns
+// the arguments to send upstream, or a message for the model.
+func fixArgs(t *Tool, args json.RawMessage) (json.RawMessage, string) {
+	if t.override == nil || len(t.override.fixed) == 0 {
+		return args, ""
+	}
+	m := map[string]json.RawMessage{}
+	if len(bytes.TrimSpace(args)) > 0 && !bytes.Equal(bytes.TrimSpace(args), []byte("null")) {
+		if err := json.Unmarshal(args, &m); err != nil {
+			return nil, fmt.Sprintf("the arguments of %s must be a JSON object", t.Exposed)
+		}
+	}
+	var sent []string
+	for k := range m {
+		if _, fixed := t.override.fixed[k]; fixed {
+			sent = append(sent, k)
+		}
+	}
+	if len(sent) > 0 {
+		sort.Strings(sent)
+		what, pronoun := "argument "+sent[0]+" is", "it"
+		if len(sent) > 1 {
+			what, pronoun = "arguments "+strings.Join(sent, ", ")+" are", "them"
+		}
+		return nil, fmt.Sprintf("%s was not run: the %s fixed by the gateway's configuration and may not be sent; call it again without %s",
+			t.Exposed, what, pronoun)
+	}
+	maps.Copy(m, t.override.fixed)
+	out, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Sprintf("encoding the arguments of %s: %v", t.Exposed, err)
+	}
+	return out, ""
 }
 
 // resolve finds the tool a model meant by name. It is the one place a
@@ -467,6 +540,114 @@ func (g *Gateway) observedCall(ctx context.Context, c call, u *upstream.Conn) (*
 	return res, nil
 }
 
+// checkDestructive applies policy.destructive to a call: "" lets it run,
+// anything else is the reason it may not. confirm asks the user through
+// MCP elicitation, and refuses when the client cannot ask.
+func (g *Gateway) checkDestructive(ctx context.Context, c call, cfg *config.Config) string {
+	policy := cfg.Policy.Destructive
+	if policy == "" || policy == config.DestructiveAllow {
+		return ""
+	}
+	why := destructiveWhy(c.tool.Tool)
+	if why == "" {
+		return ""
+	}
+	if policy == config.DestructiveDeny {
+		return fmt.Sprintf("policy.destructive is deny and %s may be destructive (%s)", c.tool.ID, why)
+	}
+	if !canElicit(ctx) {
+		return fmt.Sprintf("policy.destructive is confirm, but this client cannot ask the user (it does not support MCP elicitation), and %s may be destructive (%s). "+
+			"Use a client that supports elicitation, or set policy.destructive: allow", c.tool.ID, why)
+	}
+	res, err := g.srv.RequestElicitation(ctx, mcp.ElicitationRequest{
+		Request: mcp.Request{Method: string(mcp.MethodElicitationCreate)},
+		Params: mcp.ElicitationParams{
+			Message: fmt.Sprintf("Run %s? It may make destructive changes: %s.", c.tool.ID, why),
+			RequestedSchema: map[string]any{
+				"type": "object",
+				"properties": map[string]any{
+					"confirm": map[string]any{"type": "boolean", "title": "Run " + c.tool.ID, "description": "Allow this one call."},
+				},
+				"required": []string{"confirm"},
+			},
+		},
+	})
+	switch {
+	case err != nil:
+		return fmt.Sprintf("policy.destructive is confirm and asking the user failed: %v", err)
+	case res.Action != mcp.ElicitationResponseActionAccept:
+		return fmt.Sprintf("the user did not confirm the call (%s)", res.Action)
+	}
+	if m, ok := res.Content.(map[string]any); !ok || m["confirm"] != true {
+		return "the user did not confirm the call"
+	}
+	return ""
+}
+
+// destructiveWhy says why a tool counts as destructive under the MCP
+// defaults, or "" when it does not.
+func destructiveWhy(t mcp.Tool) string {
+	a := hintsOf(t)
+	switch {
+	case !a.Destructive():
+		return ""
+	case a.DestructiveHint != nil:
+		return "it is marked destructiveHint"
+	case a.Annotated():
+		return "it is not marked readOnlyHint and not marked destructiveHint false, which MCP counts as destructive"
+	}
+	return "it has no annotations, which MCP counts as destructive"
+}
+
+// canElicit reports whether the calling client declared elicitation.
+func canElicit(ctx context.Context) bool {
+	s, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo)
+	if !ok {
+		return false
+	}
+	if _, ok := s.(server.SessionWithElicitation); !ok {
+		return false
+	}
+	return s.GetClientCapabilities().Elicitation != nil
+}
+
+// annotationsOf is t's annotations as hooks and the audit log get them:
+// nil when the tool has none.
+func annotationsOf(t mcp.Tool) json.RawMessage {
+	if t.Annotations == (mcp.ToolAnnotation{}) {
+		return nil
+	}
+	b, err := json.Marshal(t.Annotations)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// maskFixed is args with the values of the fixed arguments masked, for
+// spans: a fixed argument comes from the config and may be a secret
+// (api_key: ${KEY}); the model never sent it, so a trace needs only its
+// name.
+func (t *Tool) maskFixed(args json.RawMessage) json.RawMessage {
+	if t.override == nil || len(t.override.fixed) == 0 || len(args) == 0 {
+		return args
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(args, &m) != nil {
+		return args
+	}
+	for k := range t.override.fixed {
+		if _, ok := m[k]; ok {
+			m[k] = json.RawMessage(`"` + config.Mask + `"`)
+		}
+	}
+	out, err := json.Marshal(m)
+	if err != nil {
+		return args
+	}
+	return out
+}
+
 // upstreamMeta is the _meta sent with a call upstream: the client's own
 // fields, plus the trace context of ctx (so one trace spans client ->
 // gateway -> upstream). Left out: the gateway's private keys, and the
@@ -664,4 +845,13 @@ func needsLogin(server, id string) string {
 // toolError is an isError result with one text block.
 func toolError(format string, args ...any) *mcp.CallToolResult {
 	return mcp.NewToolResultError(fmt.Sprintf(format, args...))
+}
+
+// clip cuts s to max runes, marking the cut.
+func clip(s string, max int) string {
+	r := []rune(s)
+	if len(r) <= max {
+		return s
+	}
+	return string(r[:max-1]) + "…"
 }

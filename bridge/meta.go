@@ -110,33 +110,6 @@ const searchOutputSchema = `{"type":"object","properties":{` +
 	`"ranking":{"type":"string","enum":["lexical","semantic"]},"ranking_note":{"type":"string"}},` +
 	`"required":["tools","total_deferred","ranking"]}`
 
-// argsObject decodes a meta-tool's arguments into their members.
-func argsObject(req mcp.CallToolRequest) (map[string]json.RawMessage, error) {
-	raw := rawArguments(req)
-	out := map[string]json.RawMessage{}
-	if len(raw) == 0 || string(raw) == "null" {
-		return out, nil
-	}
-	if err := json.Unmarshal(raw, &out); err != nil {
-		return nil, fmt.Errorf("arguments must be a JSON object: %w", err)
-	}
-	return out, nil
-}
-
-// stringArg decodes a string member; absent gives "", present but not a
-// string is an error.
-func stringArg(args map[string]json.RawMessage, key string) (string, bool, error) {
-	raw, ok := args[key]
-	if !ok || string(raw) == "null" {
-		return "", false, nil
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", true, fmt.Errorf("%s must be a string, got %s", key, clip(string(raw), 80))
-	}
-	return s, true, nil
-}
-
 // SearchHit is one tool in tool_search's structured result.
 type SearchHit struct {
 	// ID is the tool's canonical id, server::tool, whatever it is called.
@@ -757,15 +730,6 @@ func describeTool(t *Tool, format string) json.RawMessage {
 		out.Annotations = ann
 	}
 	return compactJSON(out)
-}
-
-// clip cuts s to max runes, marking the cut.
-func clip(s string, max int) string {
-	r := []rune(s)
-	if len(r) <= max {
-		return s
-	}
-	return string(r[:max-1]) + "…"
 }
 
 // oneLine folds white space, so a description fits one line.

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"path"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -323,64 +322,4 @@ func withoutArgs(schema json.RawMessage, fixed map[string]json.RawMessage) json.
 		}
 	}
 	return compactJSON(s)
-}
-
-// maskFixed is args with the values of the fixed arguments masked, for
-// spans: a fixed argument comes from the config and may be a secret
-// (api_key: ${KEY}); the model never sent it, so a trace needs only its
-// name.
-func (t *Tool) maskFixed(args json.RawMessage) json.RawMessage {
-	if t.override == nil || len(t.override.fixed) == 0 || len(args) == 0 {
-		return args
-	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(args, &m) != nil {
-		return args
-	}
-	for k := range t.override.fixed {
-		if _, ok := m[k]; ok {
-			m[k] = json.RawMessage(`"` + config.Mask + `"`)
-		}
-	}
-	out, err := json.Marshal(m)
-	if err != nil {
-		return args
-	}
-	return out
-}
-
-// fixArgs refuses a call that sends an argument the config fixes, and
-// injects the fixed ones into args (a JSON object, or empty). It returns
-// the arguments to send upstream, or a message for the model.
-func fixArgs(t *Tool, args json.RawMessage) (json.RawMessage, string) {
-	if t.override == nil || len(t.override.fixed) == 0 {
-		return args, ""
-	}
-	m := map[string]json.RawMessage{}
-	if len(bytes.TrimSpace(args)) > 0 && !bytes.Equal(bytes.TrimSpace(args), []byte("null")) {
-		if err := json.Unmarshal(args, &m); err != nil {
-			return nil, fmt.Sprintf("the arguments of %s must be a JSON object", t.Exposed)
-		}
-	}
-	var sent []string
-	for k := range m {
-		if _, fixed := t.override.fixed[k]; fixed {
-			sent = append(sent, k)
-		}
-	}
-	if len(sent) > 0 {
-		sort.Strings(sent)
-		what, pronoun := "argument "+sent[0]+" is", "it"
-		if len(sent) > 1 {
-			what, pronoun = "arguments "+strings.Join(sent, ", ")+" are", "them"
-		}
-		return nil, fmt.Sprintf("%s was not run: the %s fixed by the gateway's configuration and may not be sent; call it again without %s",
-			t.Exposed, what, pronoun)
-	}
-	maps.Copy(m, t.override.fixed)
-	out, err := json.Marshal(m)
-	if err != nil {
-		return nil, fmt.Sprintf("encoding the arguments of %s: %v", t.Exposed, err)
-	}
-	return out, ""
 }

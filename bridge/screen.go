@@ -79,19 +79,6 @@ func hintsOf(t mcp.Tool) trust.Annotations {
 	}
 }
 
-// annotationsOf is t's annotations as hooks and the audit log get them:
-// nil when the tool has none.
-func annotationsOf(t mcp.Tool) json.RawMessage {
-	if t.Annotations == (mcp.ToolAnnotation{}) {
-		return nil
-	}
-	b, err := json.Marshal(t.Annotations)
-	if err != nil {
-		return nil
-	}
-	return b
-}
-
 // ApproveCommand renders the commands that review and release a held tool
 // of server, as reasons name them.
 func ApproveCommand(server string) func(tool string) string {
