@@ -656,11 +656,16 @@ func (t *Tool) maskFixed(args json.RawMessage) json.RawMessage {
 // not the gateway's session with the upstream; an upstream that checks
 // them against its session rejects the call.
 func (g *Gateway) upstreamMeta(ctx context.Context, m *mcp.Meta) map[string]any {
-	meta := map[string]any{}
+	// nil until there is something to send: most calls carry no _meta of
+	// their own, and no map is made for them.
+	var meta map[string]any
 	if m != nil {
 		for k, v := range m.AdditionalFields {
 			if k == metaRPCIDKey || k == metaViaKey || strings.HasPrefix(k, protocolMetaPrefix) {
 				continue
+			}
+			if meta == nil {
+				meta = make(map[string]any, len(m.AdditionalFields))
 			}
 			meta[k] = v
 		}
@@ -707,14 +712,14 @@ func (g *Gateway) forward(ctx context.Context, c call, u *upstream.Conn, meta ma
 	active := g.relay.Begin(callCtx, u, clientToken)
 	defer active.End()
 	if upToken := active.UpstreamToken(); upToken != "" {
+		if meta == nil {
+			meta = map[string]any{}
+		}
 		meta["progressToken"] = upToken
 	}
-	params := map[string]any{"name": c.tool.Name}
-	if len(c.args) > 0 {
-		params["arguments"] = c.args
-	}
-	if len(meta) > 0 {
-		params["_meta"] = meta
+	params, err := callParams(c.tool.Name, c.args, meta)
+	if err != nil {
+		return nil, &callFailure{err: fmt.Errorf("encoding the call: %w", err)}
 	}
 	raw, err := u.Request(callCtx, string(mcp.MethodToolsCall), params)
 	if err != nil {
@@ -727,6 +732,46 @@ func (g *Gateway) forward(ctx context.Context, c call, u *upstream.Conn, meta ma
 		return nil, &callFailure{err: fmt.Errorf("decoding the result: %w", err)}
 	}
 	return res, nil
+}
+
+// callParams encodes the params of a tools/call request: the arguments
+// go upstream as the raw bytes they arrived in (validated, with the fixed
+// arguments in), never decoded into a map and encoded again. The
+// transport's encoder compacts them, as it did the map this replaces.
+func callParams(name string, args json.RawMessage, meta map[string]any) (json.RawMessage, error) {
+	buf := make([]byte, 0, len(name)+len(args)+64)
+	buf = append(buf, `{"name":`...)
+	buf, err := appendJSONString(buf, name)
+	if err != nil {
+		return nil, err
+	}
+	if len(args) > 0 {
+		buf = append(buf, `,"arguments":`...)
+		buf = append(buf, args...)
+	}
+	if len(meta) > 0 {
+		m, err := json.Marshal(meta)
+		if err != nil {
+			return nil, err
+		}
+		buf = append(buf, `,"_meta":`...)
+		buf = append(buf, m...)
+	}
+	return append(buf, '}'), nil
+}
+
+// appendJSONString appends s as a JSON string: as is when it needs no
+// escaping (a tool name nearly always), else as encoding/json writes it.
+func appendJSONString(buf []byte, s string) ([]byte, error) {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, err := json.Marshal(s)
+			return append(buf, q...), err
+		}
+	}
+	buf = append(buf, '"')
+	buf = append(buf, s...)
+	return append(buf, '"'), nil
 }
 
 // textResult is the common shape of a tools/call result: text blocks and
