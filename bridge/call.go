@@ -164,10 +164,101 @@ func argsObject(req mcp.CallToolRequest) (map[string]json.RawMessage, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return out, nil
 	}
+	if splitObject(raw, out) {
+		return out, nil
+	}
 	if err := json.Unmarshal(raw, &out); err != nil {
 		return nil, fmt.Errorf("arguments must be a JSON object: %w", err)
 	}
 	return out, nil
+}
+
+// splitObject puts the members of raw, a JSON object, into out, each
+// value as a slice of raw, and reports whether it could. It is
+// argsObject's fast path: json.Unmarshal into a map copies every value and
+// runs the scanner over each once more, for a document that is then split
+// again by callArguments. It declines (and json.Unmarshal decides, with
+// its error) when raw is not valid JSON, not an object, or has a key that
+// needs unescaping or is not ASCII, where encoding/json's rules for
+// invalid UTF-8 apply. Values are left as raw holds them, as
+// json.RawMessage's decoder leaves them.
+func splitObject(raw []byte, out map[string]json.RawMessage) bool {
+	if !json.Valid(raw) {
+		return false
+	}
+	i := skipSpace(raw, 0)
+	if raw[i] != '{' {
+		return false
+	}
+	i = skipSpace(raw, i+1)
+	if raw[i] == '}' {
+		return true
+	}
+	for {
+		// raw is valid JSON: a key string, a colon, a value, then a comma
+		// or the closing brace.
+		end := i + 1
+		for raw[end] != '"' {
+			if raw[end] == '\\' || raw[end] >= 0x80 {
+				clear(out)
+				return false
+			}
+			end++
+		}
+		key := string(raw[i+1 : end])
+		i = skipSpace(raw, end+1) + 1 // the colon
+		i = skipSpace(raw, i)
+		vend := skipValue(raw, i)
+		out[key] = raw[i:vend:vend]
+		i = skipSpace(raw, vend)
+		if raw[i] == '}' {
+			return true
+		}
+		i = skipSpace(raw, i+1) // after the comma
+	}
+}
+
+// skipSpace returns the index of the first byte at or after i that is not
+// JSON white space.
+func skipSpace(raw []byte, i int) int {
+	for i < len(raw) && (raw[i] == ' ' || raw[i] == '\t' || raw[i] == '\n' || raw[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the index just past the JSON value that starts at i,
+// in a document known to be valid.
+func skipValue(raw []byte, i int) int {
+	depth := 0
+	for ; i < len(raw); i++ {
+		switch raw[i] {
+		case '"':
+			for i++; raw[i] != '"'; i++ {
+				if raw[i] == '\\' {
+					i++
+				}
+			}
+			if depth == 0 {
+				return i + 1
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return i // the end of the enclosing object
+			}
+			depth--
+			if depth == 0 {
+				return i + 1
+			}
+		case ',', ' ', '\t', '\n', '\r':
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return i
 }
 
 // stringArg decodes a string member; absent gives "", present but not a
@@ -177,11 +268,29 @@ func stringArg(args map[string]json.RawMessage, key string) (string, bool, error
 	if !ok || string(raw) == "null" {
 		return "", false, nil
 	}
+	if s, ok := plainString(raw); ok {
+		return s, true, nil
+	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return "", true, fmt.Errorf("%s must be a string, got %s", key, clip(string(raw), 80))
 	}
 	return s, true, nil
+}
+
+// plainString decodes raw, a JSON value from a valid document, when it is
+// a string of printable ASCII without escapes (a tool id always is),
+// without json.Unmarshal's reflection.
+func plainString(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	for _, c := range raw[1 : len(raw)-1] {
+		if c < 0x20 || c >= 0x80 || c == '\\' || c == '"' {
+			return "", false
+		}
+	}
+	return string(raw[1 : len(raw)-1]), true
 }
 
 // callArguments finds the real tool's arguments: the object under key; a

@@ -54,3 +54,57 @@ func TestCallParamsMatchesMapEncoding(t *testing.T) {
 		}
 	}
 }
+
+// FuzzSplitObject checks argsObject's fast path against json.Unmarshal:
+// whenever splitObject accepts a document it gives the members and values
+// json.Unmarshal into a map[string]json.RawMessage gives, and it accepts
+// nothing json.Unmarshal refuses.
+func FuzzSplitObject(f *testing.F) {
+	for _, seed := range []string{
+		`{}`, ` { } `, `{"tool_name":"up::echo","tool_args":{"text":"hello"}}`,
+		"{\n \"a\" : [1, {\"b\": \"}\"}] ,\"c\":null,\"d\":-1.5e3,\"e\":true}",
+		`{"a":"x\"y","a":2}`, `{"k\u00e9y":1}`, `{"ké":1}`, `[1]`, `"s"`, `{"a":}`, `null`,
+		`{"a":{"b":[[],{}]},"c":"\\"}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		got := map[string]json.RawMessage{}
+		ok := splitObject(raw, got)
+		var want map[string]json.RawMessage
+		err := json.Unmarshal(raw, &want)
+		if !ok {
+			if len(got) != 0 {
+				t.Fatalf("splitObject(%q) declined but left %v", raw, got)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("splitObject(%q) accepted what json.Unmarshal refuses: %v", raw, err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("splitObject(%q) = %d members, json.Unmarshal %d", raw, len(got), len(want))
+		}
+		for k, v := range want {
+			if string(got[k]) != string(v) {
+				t.Fatalf("splitObject(%q)[%q] = %q, json.Unmarshal %q", raw, k, got[k], v)
+			}
+		}
+	})
+}
+
+// TestPlainString pins plainString against json.Unmarshal on the strings
+// it accepts, and that it declines every escape.
+func TestPlainString(t *testing.T) {
+	for _, raw := range []string{`"up::echo"`, `""`, `"a\"b"`, `"\u0041"`, `"é"`, `1`, `"`, `"a"b"`} {
+		s, ok := plainString([]byte(raw))
+		var want string
+		err := json.Unmarshal([]byte(raw), &want)
+		if ok && (err != nil || s != want) {
+			t.Errorf("plainString(%s) = %q, json.Unmarshal %q, %v", raw, s, want, err)
+		}
+		if !ok && err == nil && raw == `"up::echo"` {
+			t.Errorf("plainString(%s) declined a plain id", raw)
+		}
+	}
+}
