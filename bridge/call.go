@@ -36,6 +36,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -908,6 +909,9 @@ type textResult struct {
 // block); a result of plain text blocks, the common case, is read once
 // here instead. Anything else takes mcp-go's path.
 func decodeResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
+	if res, ok := decodePlainText(raw); ok {
+		return res, nil
+	}
 	var t textResult
 	if json.Unmarshal(raw, &t) == nil && t.Meta == nil && t.ResultType == nil && t.InputRequests == nil && t.RequestState == nil {
 		res := &mcp.CallToolResult{IsError: t.IsError}
@@ -937,6 +941,153 @@ func decodeResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
 		return nil, err
 	}
 	return &res, nil
+}
+
+// decodePlainText is decodeResult's fastest path, for the result nearly
+// every tool returns: an object of exactly "content" (text blocks of
+// exactly "type": "text" and "text"), "isError" and "structuredContent",
+// each at most once, keys as written here. It walks raw once after one
+// validity check, where json.Unmarshal into textResult scans it twice and
+// allocates per member. It declines (ok false) anything else, and
+// decodeResult's other paths decide; FuzzDecodeResult holds all of them
+// to mcp-go's own decoding.
+func decodePlainText(raw []byte) (res *mcp.CallToolResult, ok bool) {
+	if !json.Valid(raw) {
+		return nil, false
+	}
+	i := skipSpace(raw, 0)
+	if raw[i] != '{' {
+		return nil, false
+	}
+	res = &mcp.CallToolResult{}
+	var seenContent, seenError, seenStructured bool
+	i = skipSpace(raw, i+1)
+	if raw[i] == '}' {
+		return res, true
+	}
+	for {
+		key, next, ok := plainKey(raw, i)
+		if !ok {
+			return nil, false
+		}
+		i = skipSpace(raw, next)
+		end := skipValue(raw, i)
+		value := raw[i:end]
+		switch {
+		case key == "content" && !seenContent:
+			seenContent = true
+			if res.Content, ok = plainTextBlocks(value); !ok {
+				return nil, false
+			}
+		case key == "isError" && !seenError:
+			seenError = true
+			switch string(value) {
+			case "true":
+				res.IsError = true
+			case "false":
+			default:
+				return nil, false
+			}
+		case key == "structuredContent" && !seenStructured && string(value) != "null":
+			seenStructured = true
+			res.RawStructuredContent = append(json.RawMessage(nil), value...)
+			if err := json.Unmarshal(value, &res.StructuredContent); err != nil {
+				return nil, false
+			}
+		default:
+			return nil, false
+		}
+		i = skipSpace(raw, end)
+		if raw[i] == '}' {
+			return res, true
+		}
+		i = skipSpace(raw, i+1)
+	}
+}
+
+// plainKey reads the member key starting at raw[i] (its opening quote) of
+// a valid document, and returns it and the index after its colon; ok is
+// false for a key with escapes or bytes beyond ASCII.
+func plainKey(raw []byte, i int) (key string, next int, ok bool) {
+	end := i + 1
+	for raw[end] != '"' {
+		if raw[end] == '\\' || raw[end] >= 0x80 {
+			return "", 0, false
+		}
+		end++
+	}
+	return string(raw[i+1 : end]), skipSpace(raw, end+1) + 1, true
+}
+
+// plainTextBlocks decodes a content array of text blocks that have
+// exactly the members type ("text") and text; ok is false for anything
+// else. An empty array is nil, as mcp-go decodes it.
+func plainTextBlocks(value []byte) (blocks []mcp.Content, ok bool) {
+	if value[0] != '[' {
+		return nil, false
+	}
+	i := skipSpace(value, 1)
+	if value[i] == ']' {
+		return nil, true
+	}
+	for {
+		if value[i] != '{' {
+			return nil, false
+		}
+		var text string
+		var seenType, seenText bool
+		i = skipSpace(value, i+1)
+		for value[i] != '}' {
+			key, next, ok := plainKey(value, i)
+			if !ok {
+				return nil, false
+			}
+			i = skipSpace(value, next)
+			end := skipValue(value, i)
+			switch {
+			case key == "type" && !seenType && string(value[i:end]) == `"text"`:
+				seenType = true
+			case key == "text" && !seenText && value[i] == '"':
+				seenText = true
+				if text, ok = jsonString(value[i:end]); !ok {
+					return nil, false
+				}
+			default:
+				return nil, false
+			}
+			i = skipSpace(value, end)
+			if value[i] == ',' {
+				i = skipSpace(value, i+1)
+			}
+		}
+		if !seenType || !seenText {
+			return nil, false
+		}
+		blocks = append(blocks, mcp.TextContent{Type: mcp.ContentTypeText, Text: text})
+		i = skipSpace(value, i+1)
+		if value[i] == ']' {
+			return blocks, true
+		}
+		i = skipSpace(value, i+1) // after the comma
+	}
+}
+
+// jsonString decodes a JSON string of a valid document: as is when it has
+// no escapes and is valid UTF-8, through json.Unmarshal when it has
+// escapes; ok is false for invalid UTF-8, which encoding/json replaces.
+func jsonString(quoted []byte) (string, bool) {
+	inner := quoted[1 : len(quoted)-1]
+	if bytes.IndexByte(inner, '\\') < 0 {
+		if !utf8.Valid(inner) {
+			return "", false
+		}
+		return string(inner), true
+	}
+	var s string
+	if err := json.Unmarshal(quoted, &s); err != nil {
+		return "", false
+	}
+	return s, true
 }
 
 // failureResult turns a failed upstream call into what the client gets.

@@ -37,6 +37,14 @@ var decodeResultCases = []string{
 	`{"content":[{"type":"text","text":"x"}]`,
 	`[]`,
 	`null`,
+	// decodePlainText's edges: spacing, member order, escapes, repeats.
+	" { \"content\" : [ { \"text\" : \"x\\ny\\u00e9\" , \"type\" : \"text\" } ] , \"isError\" : false } ",
+	`{"content":[{"type":"text","text":"a"}],"content":[]}`,
+	`{"content":[{"type":"text","text":"x","type":"text"}]}`,
+	`{"isError":true,"isError":false,"content":[]}`,
+	`{"structuredContent":{"a":[1,{"b":"}"}]},"content":[{"type":"text","text":"{\"a\":1}"}]}`,
+	"{\"content\":[{\"type\":\"text\",\"text\":\"bad \xff utf-8\"}]}",
+	`{"content":[{"type":"text","text":""},{"type":"text","text":"2"}],"isError":null}`,
 }
 
 // TestDecodeResultMatchesMCPGo pins decodeResult to what json.Unmarshal
