@@ -468,6 +468,29 @@ func modernList(t *testing.T, url, auth, body string) (int, string) {
 	return resp.StatusCode, b.String()
 }
 
+// openStream opens session sid's GET stream on url, as auth, until ctx
+// ends; the response's body is closed when the test ends.
+func openStream(ctx context.Context, t *testing.T, url, sid, auth string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set(mcp.HeaderProtocolVersion, "2025-11-25")
+	req.Header.Set(sessionIDHeader, sid)
+	req.Header.Set("Authorization", auth)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = resp.Body.Close() })
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET stream on %s: %d", url, resp.StatusCode)
+	}
+	return resp
+}
+
 // TestSharedSessionSubscriptionsFollowTheStream: a client subscribed to a
 // resource through replica A; when its GET stream opens on replica B (A
 // died, or the balancer moved it), B subscribes upstream too, so that
@@ -513,22 +536,7 @@ func testSharedSessionSubscriptionsFollowTheStream(t *testing.T, srv *statetest.
 
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, urls[1], nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set(mcp.HeaderProtocolVersion, "2025-11-25")
-	req.Header.Set(sessionIDHeader, sid)
-	req.Header.Set("Authorization", alice)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET stream on B: %d", resp.StatusCode)
-	}
+	openStream(ctx, t, urls[1], sid, alice)
 	deadline := time.Now().Add(30 * time.Second)
 	for count(1) != 1 {
 		if time.Now().After(deadline) {
@@ -608,22 +616,7 @@ func testSharedSessionStreamEndsWithItsSession(t *testing.T, srv *statetest.Serv
 
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, urls[0], nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set(mcp.HeaderProtocolVersion, "2025-11-25")
-	req.Header.Set(sessionIDHeader, sid)
-	req.Header.Set("Authorization", alice)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET stream on A: %d", resp.StatusCode)
-	}
+	resp := openStream(ctx, t, urls[0], sid, alice)
 	closed := make(chan error, 1)
 	go func() {
 		_, err := bufio.NewReader(resp.Body).ReadString(0)
