@@ -150,13 +150,7 @@ func TestAccessRulesAcrossReplicas(t *testing.T) {
 		ports = append(ports, port)
 	}
 	url := startReplicasHAProxy(t, ports)
-	stderrs := func() string {
-		var b strings.Builder
-		for i, r := range replicas {
-			fmt.Fprintf(&b, "--- replica %d stderr ---\n%s\n", i+1, r.stderr)
-		}
-		return b.String()
-	}
+	stderrs := func() string { return replicaStderrs(replicas) }
 	defer func() {
 		if t.Failed() {
 			t.Log(stderrs())

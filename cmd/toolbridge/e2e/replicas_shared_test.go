@@ -238,13 +238,7 @@ func TestReplicasShareTokensAndApprovals(t *testing.T) {
 		ports, envs, dirs = append(ports, port), append(envs, env), append(dirs, dir)
 	}
 	url := startReplicasHAProxy(t, ports)
-	stderrs := func() string {
-		var b strings.Builder
-		for i, r := range replicas {
-			fmt.Fprintf(&b, "--- replica %d stderr ---\n%s\n", i+1, r.stderr)
-		}
-		return b.String()
-	}
+	stderrs := func() string { return replicaStderrs(replicas) }
 	for i, r := range replicas {
 		waitUntil(t, fmt.Sprintf("replica %d to connect to the OAuth-protected server", i+1), func() bool {
 			_, remote := remoteReadyz(t, r)

@@ -153,6 +153,15 @@ func processDead(pid int) bool {
 	return i < 0 || strings.HasPrefix(strings.TrimSpace(string(b[i+1:])), "Z")
 }
 
+// replicaStderrs is every replica's stderr, for a failure message.
+func replicaStderrs(replicas []*httpGateway) string {
+	var b strings.Builder
+	for i, r := range replicas {
+		fmt.Fprintf(&b, "--- replica %d stderr ---\n%s\n", i+1, r.stderr)
+	}
+	return b.String()
+}
+
 // TestReplicasBehindHAProxy (#23): Redis, three `toolbridge serve`
 // replicas and HAProxy in round robin, all real processes on 127.0.0.1.
 //
@@ -174,13 +183,7 @@ func TestReplicasBehindHAProxy(t *testing.T) {
 	redis := statetest.Start(t)
 	replicas, ports := startReplicas(t, redis.URL(), 3)
 	url := startReplicasHAProxy(t, ports)
-	stderrs := func() string {
-		var b strings.Builder
-		for i, r := range replicas {
-			fmt.Fprintf(&b, "--- replica %d stderr ---\n%s\n", i+1, r.stderr)
-		}
-		return b.String()
-	}
+	stderrs := func() string { return replicaStderrs(replicas) }
 
 	// The TypeScript SDK client, 2025-11-25, through HAProxy.
 	report, driverErr, err := testenv.NPM(t).RunTSSession(t.Context(), testenv.TSSession{
