@@ -106,13 +106,23 @@ func TestHostileNamesAndDescriptions(t *testing.T) {
 
 	// The TypeScript SDK client holds the answer, flags and held count
 	// included, to tool_search's outputSchema, on both transports.
+	runTSOverBothTransports(t, testenv.TSSession{
+		Session:  testenv.SessionSearch,
+		Searches: []testenv.TSSearch{{Query: "create entities knowledge graph", Want: "memory::create_entities"}},
+	}, binary, cfg, env)
+}
+
+// runTSOverBothTransports runs the strict TypeScript SDK session s
+// against a toolbridge serving cfg with --mode on, as subtests over stdio
+// and over streamable HTTP, and fails on every problem its report lists.
+// env is the gateway's environment, its state directory first (stateEnv).
+func runTSOverBothTransports(t *testing.T, s testenv.TSSession, binary, cfg string, env []string) {
+	t.Helper()
 	stateDir, _ := strings.CutPrefix(env[0], "TOOLBRIDGE_STATE_DIR=")
 	for _, transport := range []string{"stdio", "http"} {
 		t.Run("TypeScript SDK over "+transport, func(t *testing.T) {
-			s := testenv.TSSession{
-				Session: testenv.SessionSearch, Transport: transport,
-				Searches: []testenv.TSSearch{{Query: "create entities knowledge graph", Want: "memory::create_entities"}},
-			}
+			s := s
+			s.Transport = transport
 			var stderr *testenv.SyncBuffer
 			if transport == "stdio" {
 				s.Command, s.Args = binary, []string{"serve", "-c", cfg, "--mode", "on"}

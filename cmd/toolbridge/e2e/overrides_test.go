@@ -120,7 +120,6 @@ func TestToolOverrides(t *testing.T) {
 	// The TypeScript SDK client, strict, over the same gateway, on both
 	// transports: the overridden, renamed, already-listed, deprecated and
 	// refused answers all hold to the meta-tools' output schema.
-	stateDir, _ := strings.CutPrefix(env[0], "TOOLBRIDGE_STATE_DIR=")
 	calls := []testenv.TSCall{
 		{Name: "tool_search", Args: map[string]any{"query": "zorblax"}, Want: "open_ticket"},
 		{Name: "tool_search", Args: map[string]any{"query": "write a file"}, Want: "write_file — already listed: call it directly"},
@@ -132,30 +131,5 @@ func TestToolOverrides(t *testing.T) {
 		{Name: "tool_call", Args: map[string]any{"tool_name": "remember", "tool_args": map[string]any{}}, Want: "is quarantined", IsError: true},
 		{Name: "tool_call", Args: map[string]any{"tool_name": "gitlab::create_issue", "tool_args": map[string]any{"project_id": "1", "title": "t"}}, Want: "called gitlab::create_issue"},
 	}
-	for _, transport := range []string{"stdio", "http"} {
-		t.Run("TypeScript SDK over "+transport, func(t *testing.T) {
-			s := testenv.TSSession{Session: testenv.SessionCalls, Transport: transport, Calls: calls}
-			var stderr *testenv.SyncBuffer
-			if transport == "stdio" {
-				s.Command, s.Args = binary, []string{"serve", "-c", cfg, "--mode", "on"}
-				s.Env = map[string]string{"TOOLBRIDGE_STATE_DIR": stateDir}
-			} else {
-				hg := startGateway(t, testEnv(t, env), testenv.FreePort(t), "serve", "-c", cfg, "--mode", "on")
-				s.URL, stderr = hg.url, hg.stderr
-			}
-			report, driverErr, err := testenv.NPM(t).RunTSSession(t.Context(), s)
-			if stderr != nil {
-				driverErr += "\n--- toolbridge stderr ---\n" + stderr.String()
-			}
-			if err != nil {
-				t.Fatalf("%v\n--- driver stderr ---\n%s", err, driverErr)
-			}
-			for _, p := range report.Problems() {
-				t.Errorf("TypeScript SDK client: %s", p)
-			}
-			for _, st := range report.Steps {
-				t.Logf("TypeScript SDK client: %s: ok=%v %s", st.Name, st.OK, st.Detail)
-			}
-		})
-	}
+	runTSOverBothTransports(t, testenv.TSSession{Session: testenv.SessionCalls, Calls: calls}, binary, cfg, env)
 }
