@@ -36,24 +36,27 @@ func TestTable(t *testing.T) {
 	}
 }
 
+// rowOf renders the table of the benchmark lines in input and returns
+// its row for path.
+func rowOf(t *testing.T, input, path string) string {
+	t.Helper()
+	r := results{}
+	if err := r.read(strings.NewReader(input)); err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(table(r)) {
+		if strings.HasPrefix(line, "| "+path+" |") {
+			return line
+		}
+	}
+	t.Fatalf("no row %q", path)
+	return ""
+}
+
 // TestVerdicts checks that each verdict follows the numbers: the same
 // benchmark line is met or missed by which side of the limit it falls,
 // and a budget without its benchmark is not run, never met.
 func TestVerdicts(t *testing.T) {
-	row := func(input, path string) string {
-		t.Helper()
-		r := results{}
-		if err := r.read(strings.NewReader(input)); err != nil {
-			t.Fatal(err)
-		}
-		for line := range strings.Lines(table(r)) {
-			if strings.HasPrefix(line, "| "+path+" |") {
-				return line
-			}
-		}
-		t.Fatalf("no row %q", path)
-		return ""
-	}
 	const listPath = "tools/list, bridge mode, 10k deferred tools, in-process client"
 	// The verdict reads the p99 of the request's own CPU time, whatever
 	// the process's CPU time and the wall clock say.
@@ -71,7 +74,7 @@ func TestVerdicts(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := row(tc.input, listPath); !strings.Contains(got, tc.want) {
+			if got := rowOf(t, tc.input, listPath); !strings.Contains(got, tc.want) {
 				t.Errorf("row = %q, want it to contain %q", got, tc.want)
 			}
 		})
@@ -92,7 +95,44 @@ func TestVerdicts(t *testing.T) {
 		{"state dir only", memory("BenchmarkCatalogMemoryStateDir", 90e6), "| not run |"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := row(tc.input, memoryPath); !strings.Contains(got, tc.want) {
+			if got := rowOf(t, tc.input, memoryPath); !strings.Contains(got, tc.want) {
+				t.Errorf("row = %q, want it to contain %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestRatioVerdicts checks the budgets stated as a ratio to direct: the
+// verdict follows the ratio of the two measurements, not either alone.
+func TestRatioVerdicts(t *testing.T) {
+	inProcess := func(direct, toolCall, pass float64) string {
+		return fmt.Sprintf("BenchmarkToolCallInProcess/direct-2 10 1 ns/op %g cpu-ns/op 325 allocs/op\n", direct) +
+			fmt.Sprintf("BenchmarkToolCallInProcess/passthrough-2 10 1 ns/op %g cpu-ns/op 400 allocs/op\n", pass) +
+			fmt.Sprintf("BenchmarkToolCallInProcess/tool_call-2 10 1 ns/op %g cpu-ns/op %g allocs/op\n", toolCall, 325+float64(addedAllocsLimit))
+	}
+	stdio := func(addedPct, cpu float64) string {
+		return fmt.Sprintf("BenchmarkToolCallOverStdio/upstream=go-demo-2 10 1 ns/op 100 toolcall-added-µs %g toolcall-added-%% 400 direct-p50-µs %g toolcall-gateway-cpu-µs/call\n", addedPct, cpu)
+	}
+	const (
+		inProcessPath = "tools/call through tool_call, in-process upstream, CPU a call"
+		allocsPath    = "allocations the gateway adds to a tools/call through tool_call, in-process upstream"
+		stdioPath     = "tool_call end to end over stdio, Go upstream"
+	)
+	for _, tc := range []struct {
+		name, input, path, want string
+	}{
+		{"in-process at the ratio", inProcess(100e3, 130e3, 120e3), inProcessPath, "(1.30×)"},
+		{"in-process at the ratio is met", inProcess(100e3, 130e3, 120e3), inProcessPath, "| met |"},
+		{"in-process over, fast machine", inProcess(10e3, 14e3, 12e3), inProcessPath, "| missed |"},
+		{"pass-through over", inProcess(100e3, 120e3, 140e3), inProcessPath, "| missed |"},
+		{"allocations at the limit", inProcess(1, 1, 1), allocsPath, "| met |"},
+		{"end to end within", stdio(30, 250), stdioPath, "1.30× direct"},
+		{"end to end within is met", stdio(30, 250), stdioPath, "| met |"},
+		{"end to end ratio over", stdio(31, 200), stdioPath, "| missed |"},
+		{"end to end CPU over", stdio(10, 251), stdioPath, "| missed |"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := rowOf(t, tc.input, tc.path); !strings.Contains(got, tc.want) {
 				t.Errorf("row = %q, want it to contain %q", got, tc.want)
 			}
 		})
