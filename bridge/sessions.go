@@ -362,11 +362,19 @@ func guardSessions(table sessionStore, next http.Handler) http.Handler {
 				return
 			}
 		case http.MethodPost:
+			var msg envelope
 			var ok bool
-			if body, ok = readMessage(w, r); !ok {
+			if body, msg, ok = readMessage(w, r); !ok {
 				return
 			}
-			if id == "" && !isInitialize(body) && !isModern(r.Header, body) {
+			// Read at most once each, and only when needed: every parse
+			// of the body is paid by every request.
+			initialize := msg.isInitialize()
+			modern := false
+			if !initialize || id != "" {
+				modern = isModern(r.Header, body)
+			}
+			if id == "" && !initialize && !modern {
 				// The spec: a request other than initialize without a
 				// session gets 400, not the 404 that means "your session
 				// ended". (2026-07-28 requests have no sessions at all.)
@@ -374,13 +382,13 @@ func guardSessions(table sessionStore, next http.Handler) http.Handler {
 					"toolbridge: this request needs an "+sessionIDHeader+" header: send initialize first and use the session id it returns")
 				return
 			}
-			if id != "" && isModern(r.Header, body) {
+			if id != "" && modern {
 				// 2026-07-28 has no sessions: mcp-go ignores the header,
 				// so the request needs no session table (and works while
 				// Redis is down).
 				id = ""
 			}
-			if id == "" && isInitialize(body) {
+			if id == "" && initialize {
 				res, release, err := table.open(r.Context(), principalOf(r))
 				if err != nil {
 					refuseSession(w, body, err)
@@ -411,11 +419,11 @@ func guardSessions(table sessionStore, next http.Handler) http.Handler {
 // readMessage reads a POST body and refuses what mcp-go would misreport: a
 // JSON-RPC batch (valid JSON, but the protocol has no batches since
 // 2025-06-18) and an id that is neither a string, a number nor null. The
-// body is put back for the next handler. It reports whether the request
-// may go on.
-func readMessage(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+// body is put back for the next handler; msg is what the guard needs of
+// it, parsed once. It reports whether the request may go on.
+func readMessage(w http.ResponseWriter, r *http.Request) (body []byte, msg envelope, ok bool) {
 	if r.Body == nil {
-		return nil, true
+		return nil, envelope{}, true
 	}
 	body, err := io.ReadAll(r.Body)
 	_ = r.Body.Close()
@@ -423,7 +431,7 @@ func readMessage(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 		if tooLarge := new(http.MaxBytesError); errors.As(err, &tooLarge) {
 			writeRPCError(w, http.StatusRequestEntityTooLarge, nil, mcp.INVALID_REQUEST,
 				tooLargeMessage(tooLarge.Limit))
-			return nil, false
+			return nil, envelope{}, false
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			// serve.body_timeout passed (see bodyDeadline): the connection
@@ -431,17 +439,18 @@ func readMessage(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 			w.Header().Set("Connection", "close")
 			writeRPCError(w, http.StatusRequestTimeout, nil, mcp.INVALID_REQUEST,
 				"the request body took longer than serve.body_timeout to arrive")
-			return nil, false
+			return nil, envelope{}, false
 		}
 		writeRPCError(w, http.StatusBadRequest, nil, mcp.PARSE_ERROR, fmt.Sprintf("reading the request body: %v", err))
-		return nil, false
+		return nil, envelope{}, false
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	if why := refusedMessage(body); why != "" {
+	msg = parseMessage(body)
+	if why := msg.refused(); why != "" {
 		writeRPCError(w, http.StatusBadRequest, nil, mcp.INVALID_REQUEST, why)
-		return nil, false
+		return nil, envelope{}, false
 	}
-	return body, true
+	return body, msg, true
 }
 
 // refusedMessage says why a message must be refused with -32600 before
@@ -449,16 +458,69 @@ func readMessage(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 // batch is valid JSON, yet it answers "not valid json" (or a parse error
 // on stdio), and it answers a request whose id is an object as if the id
 // were fine. Both transports refuse them the same way.
-func refusedMessage(body []byte) string {
+func refusedMessage(body []byte) string { return parseMessage(body).refused() }
+
+// envelope is what the transports' guards need of a message: whether it is
+// a batch, its id and whether it is initialize. parseMessage reads them in
+// one pass of the JSON decoder, where the guard used to take one pass for
+// each question.
+type envelope struct {
+	batch bool
+	// id is the raw id, when the message is a JSON object.
+	id     json.RawMessage
+	method methodName
+}
+
+func parseMessage(body []byte) envelope {
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
-	if len(trimmed) > 0 && trimmed[0] == '[' && json.Valid(trimmed) {
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		// An array has neither an id nor a method to read.
+		return envelope{batch: json.Valid(trimmed)}
+	}
+	var env struct {
+		ID     json.RawMessage `json:"id"`
+		Method methodName      `json:"method"`
+	}
+	// Neither field can fail to decode (methodName notes a method that is
+	// not a string instead), so an error means invalid JSON or no object,
+	// and both fields are then left empty.
+	_ = json.Unmarshal(body, &env)
+	return envelope{id: env.ID, method: env.Method}
+}
+
+// methodName is what the guard needs of a message's method, read without
+// copying it: whether it is initialize, and whether any value given for
+// it was not a string (which a decode into a string refuses).
+type methodName struct{ initialize, notString bool }
+
+// UnmarshalJSON implements json.Unmarshaler. It is called for each
+// "method" key, in order, as a decode into a string would be.
+func (m *methodName) UnmarshalJSON(b []byte) error {
+	switch {
+	case string(b) == "null":
+		// A string is left as it was by null.
+	case len(b) > 0 && b[0] == '"':
+		if bytes.IndexByte(b, '\\') < 0 {
+			m.initialize = string(b[1:len(b)-1]) == string(mcp.MethodInitialize)
+			break
+		}
+		var s string
+		_ = json.Unmarshal(b, &s)
+		m.initialize = s == string(mcp.MethodInitialize)
+	default:
+		m.notString = true
+	}
+	return nil
+}
+
+// refused says why the message must be refused (see refusedMessage), or
+// "" if it may go on.
+func (m envelope) refused() string {
+	if m.batch {
 		return "batch not supported: JSON-RPC batches were removed from MCP in 2025-06-18; send one message per request"
 	}
-	var msg struct {
-		ID json.RawMessage `json:"id"`
-	}
-	if json.Unmarshal(body, &msg) == nil && len(msg.ID) > 0 {
-		switch msg.ID[0] {
+	if len(m.id) > 0 {
+		switch m.id[0] {
 		case '{', '[', 't', 'f':
 			return "invalid request: id must be a string or a number"
 		}
@@ -466,13 +528,8 @@ func refusedMessage(body []byte) string {
 	return ""
 }
 
-// isInitialize reports whether a POST body is an initialize request.
-func isInitialize(body []byte) bool {
-	var msg struct {
-		Method string `json:"method"`
-	}
-	return json.Unmarshal(body, &msg) == nil && msg.Method == string(mcp.MethodInitialize)
-}
+// isInitialize reports whether the message is an initialize request.
+func (m envelope) isInitialize() bool { return m.method.initialize && !m.method.notString }
 
 // isModern reports whether a request speaks protocol 2026-07-28 or later,
 // which has no sessions: by its MCP-Protocol-Version header or the

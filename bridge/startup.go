@@ -151,6 +151,13 @@ func (g *Gateway) awaitStartup(ctx context.Context, _ any, method mcp.MCPMethod,
 	default:
 		return
 	}
+	select {
+	case <-g.startup.done:
+		// Published: nothing to wait for, and no lock to take. Every
+		// request passes here, on every session at once.
+		return
+	default:
+	}
 	g.startup.mu.Lock()
 	deadline, ending := g.startup.deadline, g.startup.ending
 	g.startup.mu.Unlock()
