@@ -57,6 +57,13 @@ type Conn struct {
 	// inflight counts requests awaiting an answer: a reload that replaces
 	// this upstream closes it only after they end.
 	inflight Activity
+	// calls is the client calls in flight on this upstream, for the
+	// relay; guarded by relay.mu.
+	calls callList
+	// host and port are an HTTP server's address, parsed once from its
+	// URL: every call's span names it.
+	host string
+	port int
 
 	mu           sync.RWMutex
 	tools        []mcp.Tool
@@ -81,7 +88,9 @@ type Conn struct {
 }
 
 func newConn(spec Spec, environ []string, r *Relay, version string, logger *slog.Logger) *Conn {
-	return &Conn{spec: spec, environ: environ, relay: r, version: version, logger: logger, stderr: newTailBuffer(4096), lostCh: make(chan struct{})}
+	u := &Conn{spec: spec, environ: environ, relay: r, version: version, logger: logger, stderr: newTailBuffer(4096), lostCh: make(chan struct{})}
+	u.host, u.port = address(spec)
+	return u
 }
 
 // Name is the server's name in the config.
@@ -419,11 +428,14 @@ func (u *Conn) onNotification(n mcp.JSONRPCNotification) {
 }
 
 // Address returns host and port of an HTTP upstream, for traces.
-func (u *Conn) Address() (host string, port int) {
-	if u.spec.InProcess != nil || u.spec.Config.URL == "" {
+func (u *Conn) Address() (host string, port int) { return u.host, u.port }
+
+// address is host and port of an HTTP server's URL ("", 0 for others).
+func address(spec Spec) (host string, port int) {
+	if spec.InProcess != nil || spec.Config.URL == "" {
 		return "", 0
 	}
-	parsed, err := url.Parse(u.spec.Config.URL)
+	parsed, err := url.Parse(spec.Config.URL)
 	if err != nil {
 		return "", 0
 	}

@@ -28,13 +28,20 @@ type Relay struct {
 	nextToken atomic.Int64
 	mu        sync.Mutex
 	progress  map[string]progressRoute // token sent upstream -> client
-	active    map[*Conn][]*ActiveCall  // calls in flight, oldest first
+	// The calls in flight on each upstream are in a list of their own,
+	// oldest first, kept on the Conn (Conn.calls), guarded by mu. Begin
+	// and End are O(1): under load every session's call passes through
+	// mu twice, and a scan of the calls in flight there held it longer the
+	// more sessions were busy.
 }
 
 type progressRoute struct {
 	ctx   context.Context // the client request's context (carries its session)
 	token mcp.ProgressToken
 }
+
+// callList is the calls in flight on one upstream, oldest first.
+type callList struct{ oldest, newest *ActiveCall }
 
 // ActiveCall is one call in flight on an upstream. It is its own handle:
 // Begin hands it out and End takes it back, with no closure to allocate.
@@ -43,6 +50,8 @@ type ActiveCall struct {
 	r     *Relay
 	u     *Conn
 	token string // the progress token sent upstream, if any
+	// prev and next link the calls in flight on u (guarded by r.mu).
+	prev, next *ActiveCall
 }
 
 // NewRelay returns a relay to srv, the server clients talk to (nil drops
@@ -51,7 +60,7 @@ type ActiveCall struct {
 // notification's method; it runs on the transport's reader and must not
 // block on a request to that upstream.
 func NewRelay(srv *server.MCPServer, onListChanged func(u *Conn, method string)) *Relay {
-	return &Relay{srv: srv, onChange: onListChanged, progress: map[string]progressRoute{}, active: map[*Conn][]*ActiveCall{}}
+	return &Relay{srv: srv, onChange: onListChanged, progress: map[string]progressRoute{}}
 }
 
 // Begin registers a call in flight on u; ctx is the call's context, whose
@@ -62,10 +71,19 @@ func NewRelay(srv *server.MCPServer, onListChanged func(u *Conn, method string))
 // the call returns.
 func (r *Relay) Begin(ctx context.Context, u *Conn, clientToken mcp.ProgressToken) *ActiveCall {
 	call := &ActiveCall{ctx: ctx, r: r, u: u}
-	r.mu.Lock()
-	r.active[u] = append(r.active[u], call)
 	if clientToken != nil {
 		call.token = "tb-progress-" + strconv.FormatInt(r.nextToken.Add(1), 10)
+	}
+	r.mu.Lock()
+	l := &u.calls
+	call.prev = l.newest
+	if l.newest != nil {
+		l.newest.next = call
+	} else {
+		l.oldest = call
+	}
+	l.newest = call
+	if call.token != "" {
 		r.progress[call.token] = progressRoute{ctx: ctx, token: clientToken}
 	}
 	r.mu.Unlock()
@@ -83,29 +101,30 @@ func (c *ActiveCall) End() {
 	if c.token != "" {
 		delete(r.progress, c.token)
 	}
-	calls := r.active[c.u]
-	for i, other := range calls {
-		if other == c {
-			calls = append(calls[:i:i], calls[i+1:]...)
-			break
-		}
-	}
-	if len(calls) == 0 {
-		delete(r.active, c.u)
+	l := &c.u.calls
+	if c.prev != nil {
+		c.prev.next = c.next
+	} else if l.oldest == c {
+		l.oldest = c.next
 	} else {
-		r.active[c.u] = calls
+		return // ended already
 	}
+	if c.next != nil {
+		c.next.prev = c.prev
+	} else {
+		l.newest = c.prev
+	}
+	c.prev, c.next = nil, nil
 }
 
 // latest returns the context of the newest call in flight on u.
 func (r *Relay) latest(u *Conn) (context.Context, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	calls := r.active[u]
-	if len(calls) == 0 {
+	if u.calls.newest == nil {
 		return nil, false
 	}
-	return calls[len(calls)-1].ctx, true
+	return u.calls.newest.ctx, true
 }
 
 func (r *Relay) upstreamNotification(u *Conn, n mcp.JSONRPCNotification) {
