@@ -8,7 +8,6 @@ import (
 
 	"github.com/toolbridge/toolbridge/bridge/search"
 	"github.com/toolbridge/toolbridge/bridge/search/semantic"
-	"github.com/toolbridge/toolbridge/classify"
 )
 
 // What tool_search's answer says beyond the ranking (#27): hits the client
@@ -41,7 +40,9 @@ type ranked struct {
 
 // adjust applies the deprecated and destructive penalties to the index's
 // hits and orders them again; hits of tools not in cat are dropped.
-func adjust(cat *Catalog, query string, hits []search.Hit) []ranked {
+// summaries, if not nil, holds each tool's deprecation, read once per
+// definition rather than once per search (see hitSummaries).
+func adjust(cat *Catalog, query string, hits []search.Hit, summaries *hitSummaries) []ranked {
 	changes := asksToChange(query)
 	out := make([]ranked, 0, len(hits))
 	for _, h := range hits {
@@ -50,7 +51,7 @@ func adjust(cat *Catalog, query string, hits []search.Hit) []ranked {
 			continue
 		}
 		score := h.Score
-		if dep, _ := classify.Deprecated(t.Tool); dep && !h.Exact {
+		if dep, _ := summaries.deprecated(t); dep && !h.Exact {
 			score *= deprecatedFactor
 		}
 		if !changes && !h.Exact && markedDestructive(t) {
@@ -98,18 +99,27 @@ func asksToChange(query string) bool {
 }
 
 // instead is the id of the tool a deprecated tool names instead, when the
-// same server has it.
-func instead(cat *Catalog, t *Tool) (bool, string) {
-	dep, repl := classify.Deprecated(t.Tool)
+// same server has it. The answer depends only on cat, which never changes,
+// and t: it is kept in cat, so that a deprecated tool found again does not
+// walk the whole catalog again (10,000 tools on every search that finds
+// one, where the rest of the answer costs a few hundred microseconds).
+func instead(cat *Catalog, t *Tool, summaries *hitSummaries) (bool, string) {
+	dep, repl := summaries.deprecated(t)
 	if !dep || repl == "" {
 		return dep, ""
 	}
+	if id, ok := cat.replacements.Load(t.ID); ok {
+		return true, id.(string)
+	}
+	id := ""
 	for _, o := range cat.Tools {
 		if o.Server == t.Server && (o.Name == repl || o.Exposed == repl) {
-			return true, o.ID
+			id = o.ID
+			break
 		}
 	}
-	return true, ""
+	cat.replacements.Store(t.ID, id)
+	return true, id
 }
 
 // callName is the name the model knows a hit by: the name the client

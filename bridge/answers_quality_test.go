@@ -47,7 +47,7 @@ func TestAdjustmentsKeepTheTasksRecall(t *testing.T) {
 		for _, h := range hits {
 			before = append(before, h.ID)
 		}
-		for _, r := range adjust(cat, q.Query, hits) {
+		for _, r := range adjust(cat, q.Query, hits, nil) {
 			after = append(after, r.t.ID)
 		}
 		recall := func(ids []string) float64 {

@@ -204,3 +204,46 @@ func TestDescribeShowsTheNameAndTheRealTool(t *testing.T) {
 		t.Errorf("tool_search: %+v\n%s", sr.Tools, text)
 	}
 }
+
+// TestDeprecationIsKeptPerDefinitionAndCatalog checks what tool_search
+// remembers between searches (hitSummaries, Catalog.replacements): a
+// tool's deprecation follows its description, and the tool named in its
+// place is looked up in each catalog, never carried over from another.
+func TestDeprecationIsKeptPerDefinitionAndCatalog(t *testing.T) {
+	hs := newHitSummaries()
+	old := &Tool{ID: "fs::read_file", Server: "fs", Name: "read_file", Exposed: "read_file",
+		Tool: mcp.Tool{Name: "read_file", Description: "Read a file. DEPRECATED: Use read_text_file instead."}}
+	repl := &Tool{ID: "fs::read_text_file", Server: "fs", Name: "read_text_file", Exposed: "read_text_file",
+		Tool: mcp.Tool{Name: "read_text_file", Description: "Read a file as text."}}
+	other := &Tool{ID: "git::read_text_file", Server: "git", Name: "read_text_file", Exposed: "git__read_text_file",
+		Tool: mcp.Tool{Name: "read_text_file", Description: "Read a file of the repository."}}
+	withRepl := &Catalog{Tools: []*Tool{old, repl, other}}
+	without := &Catalog{Tools: []*Tool{old, other}}
+	for range 2 { // the second time from what was kept
+		if dep, id := instead(withRepl, old, hs); !dep || id != "fs::read_text_file" {
+			t.Errorf("with the replacement: instead = %v, %q; want true, fs::read_text_file", dep, id)
+		}
+		// Another catalog, where only another server has the name.
+		if dep, id := instead(without, old, hs); !dep || id != "" {
+			t.Errorf("without the replacement: instead = %v, %q; want true, \"\"", dep, id)
+		}
+		if dep, id := instead(withRepl, repl, hs); dep || id != "" {
+			t.Errorf("the replacement itself: instead = %v, %q; want false", dep, id)
+		}
+	}
+	// The same tool, no longer deprecated: what was kept must not answer.
+	fixed := *old
+	fixed.Tool.Description = "Read a file."
+	if dep, id := instead(without, &fixed, hs); dep || id != "" {
+		t.Errorf("after its description changed: instead = %v, %q; want false", dep, id)
+	}
+	if e := hs.get(&fixed); e.text != "Read a file." || e.short != "Read a file." {
+		t.Errorf("summary after the change = %q / %q, want the new description", e.short, e.text)
+	}
+	// A long description: the text block's cut is clip's, made once.
+	long := *repl
+	long.Tool.Description = strings.Repeat("ü", 400)
+	if e := hs.get(&long); e.text != clip(e.short, maxTextDescription) || e.short != clip(long.Tool.Description, maxDescription) {
+		t.Errorf("long description: short %d runes, text %d runes", len([]rune(e.short)), len([]rune(e.text)))
+	}
+}

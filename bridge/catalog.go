@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -116,6 +117,10 @@ type Catalog struct {
 	// view was cut from; nil in the whole catalog.
 	full  *Catalog
 	grant access.Grant // the grant a view was cut for
+	// replacements memoizes instead: a deprecated tool's id to the id of
+	// the tool it names in its place ("" when this catalog has none).
+	// Filled as searches find deprecated tools.
+	replacements sync.Map
 }
 
 // ServerResource is a resource and the server it came from.

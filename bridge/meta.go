@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolbridge/toolbridge/bridge/search/semantic"
 	"github.com/toolbridge/toolbridge/bridge/trust"
+	"github.com/toolbridge/toolbridge/classify"
 	"github.com/toolbridge/toolbridge/config"
 	"github.com/toolbridge/toolbridge/config/toolid"
 )
@@ -145,6 +146,11 @@ type SearchHit struct {
 	// alias). With block_suspicious off a flagged tool is still found; the
 	// flags tell the model to read its text as data, not as orders.
 	Flags []trust.Flag `json:"flags,omitempty"`
+
+	// text is Description cut for the text block (maxTextDescription),
+	// when the hit comes from hitSummaries, which cuts it once per tool;
+	// empty otherwise, and writeHit cuts Description itself.
+	text string
 }
 
 // searchFilter narrows tool_search by annotations.
@@ -354,9 +360,12 @@ func (g *Gateway) search(ctx context.Context, cat *Catalog, query string, limit 
 	}
 	r, oc := g.rank(ctx, query, want)
 	out.Ranking, out.RankingNote = g.ranking(oc)
+	// Room for the hits up front: grown one append at a time, the slice of
+	// these 200-byte hits would be allocated four times for five.
+	out.Tools = make([]SearchHit, 0, min(limit, len(r.Hits)))
 	best := 0.0
 	defined, listed := 0, 0 // hits with and without their definition
-	for _, h := range adjust(cat, query, r.Hits) {
+	for _, h := range adjust(cat, query, r.Hits, g.hitSummaries) {
 		t := h.t
 		if !filter.keeps(t) {
 			out.FilteredOut++
@@ -380,11 +389,12 @@ func (g *Gateway) search(ctx context.Context, cat *Catalog, query string, limit 
 			listed++
 			hit.AlreadyListed = true
 		} else {
-			hit.Description, hit.Parameters = g.hitSummaries.get(t)
+			e := g.hitSummaries.get(t)
+			hit.Description, hit.Parameters, hit.text = e.short, e.params, e.text
 			hit.Annotations = hintsOf(t.Tool).Hints()
 			defined++
 		}
-		hit.Deprecated, hit.Instead = instead(cat, t)
+		hit.Deprecated, hit.Instead = instead(cat, t, g.hitSummaries)
 		out.Tools = append(out.Tools, hit)
 		if defined == limit {
 			break
@@ -406,21 +416,29 @@ func (g *Gateway) search(ctx context.Context, cat *Catalog, query string, limit 
 }
 
 // hitSummaries keeps what tool_search shows of each tool it found, its
-// one-line description and parameter summary, so a search does not parse
-// the schemas of its hits again on every call. Entries are keyed by tool
-// id and hold the schema and description they were made from: a tool that
-// changes gets a new entry, one that stays the same across catalog
-// rebuilds keeps its own. The summaries are shared, never modified.
+// one-line description (also cut for the text block), parameter summary
+// and deprecation, so a search does not parse the schemas and descriptions
+// of its hits again on every call: the deprecation check lower-cases the
+// whole description, and cutting one converts it to runes, an allocation
+// of four bytes a character per hit and search. Entries are keyed by tool
+// id and hold the name, schema and description they were made from: a
+// tool that changes gets a new entry, one that stays the same across
+// catalog rebuilds keeps its own. The summaries are shared, never
+// modified.
 type hitSummaries struct {
 	mu sync.RWMutex
 	m  map[string]hitSummary
 }
 
 type hitSummary struct {
+	name        string          // what dep and repl were made from, with description
 	schema      json.RawMessage // what params was made from
-	description string          // what short was made from
+	description string          // what short, text, dep and repl were made from
 	short       string
+	text        string // short cut to maxTextDescription
 	params      []ParamSummary
+	dep         bool   // classify.Deprecated's answer
+	repl        string // the name it gives in the tool's place
 }
 
 func newHitSummaries() *hitSummaries { return &hitSummaries{m: map[string]hitSummary{}} }
@@ -428,18 +446,21 @@ func newHitSummaries() *hitSummaries { return &hitSummaries{m: map[string]hitSum
 // maxHitSummaries bounds the cache; past it, it starts over.
 const maxHitSummaries = 100000
 
-// get returns t's one-line description and parameter summary.
-func (c *hitSummaries) get(t *Tool) (string, []ParamSummary) {
+// get returns what tool_search shows of t.
+func (c *hitSummaries) get(t *Tool) hitSummary {
 	c.mu.RLock()
 	e, ok := c.m[t.ID]
 	c.mu.RUnlock()
-	if ok && e.description == t.Tool.Description && bytes.Equal(e.schema, t.Tool.RawInputSchema) {
-		return e.short, e.params
+	if ok && e.name == t.Tool.Name && e.description == t.Tool.Description && bytes.Equal(e.schema, t.Tool.RawInputSchema) {
+		return e
 	}
+	short := clip(oneLine(trust.StripInvisible(t.Tool.Description)), maxDescription)
+	dep, repl := classify.Deprecated(t.Tool)
 	e = hitSummary{
-		schema: t.Tool.RawInputSchema, description: t.Tool.Description,
-		short:  clip(oneLine(trust.StripInvisible(t.Tool.Description)), maxDescription),
+		name: t.Tool.Name, schema: t.Tool.RawInputSchema, description: t.Tool.Description,
+		short: short, text: clip(short, maxTextDescription),
 		params: summarizeParams(visibleSchema(t.Tool.RawInputSchema)),
+		dep:    dep, repl: repl,
 	}
 	c.mu.Lock()
 	if len(c.m) >= maxHitSummaries {
@@ -447,7 +468,17 @@ func (c *hitSummaries) get(t *Tool) (string, []ParamSummary) {
 	}
 	c.m[t.ID] = e
 	c.mu.Unlock()
-	return e.short, e.params
+	return e
+}
+
+// deprecated is classify.Deprecated(t.Tool), kept with t's summary; c may
+// be nil.
+func (c *hitSummaries) deprecated(t *Tool) (bool, string) {
+	if c == nil {
+		return classify.Deprecated(t.Tool)
+	}
+	e := c.get(t)
+	return e.dep, e.repl
 }
 
 // How many names per server a browse lists: an empty query asks to see the
@@ -494,6 +525,9 @@ func browse(cat *Catalog, perServer int, filter searchFilter) []CatalogServer {
 // the hints that decide a choice), not the JSON again.
 func searchResult(query string, res SearchResult, filter searchFilter) *mcp.CallToolResult {
 	var b strings.Builder
+	// Most of the text is the hits, a line of up to about 300 bytes each:
+	// room for them at once, not in doublings that copy the text so far.
+	b.Grow(256 + 320*len(res.Tools))
 	switch {
 	case len(res.Tools) > 0:
 		if res.Partial {
@@ -563,7 +597,12 @@ func writeHit(b *strings.Builder, n int, h SearchHit) {
 	if _, name, ok := toolid.Split(h.ID); ok && h.Name != "" && name != h.Name {
 		fmt.Fprintf(b, " (or %s)", h.Name)
 	}
-	b.WriteString(" — " + clip(h.Description, maxTextDescription))
+	text := h.text
+	if text == "" {
+		text = clip(h.Description, maxTextDescription)
+	}
+	b.WriteString(" — ")
+	b.WriteString(text)
 	var hints []string
 	for _, a := range h.Annotations {
 		if a == "read-only" || a == "destructive" {
