@@ -2,6 +2,7 @@ package search
 
 import (
 	"math"
+	"math/bits"
 	"slices"
 )
 
@@ -127,16 +128,16 @@ func (ix *Index) accumulateClausesTop(groups []queryGroup, sc *scratch, k int, m
 		}
 		return r
 	}
-	// fusedLow is a lower bound of the fused score of touched document g.
-	fusedLow := func(g int, lo *[maxClauses]float64) float64 {
-		s := sc.acc[g]
-		p := int(sc.slot[g]) - 1
-		for c, v := range sc.cacc[p*nc : (p+1)*nc] {
-			s += lo[c] * v
-		}
-		return s
-	}
+	// The pass keeps its partial scores in sc.prow, a row per touched
+	// document in the order touched: the whole request's score, then
+	// each clause's. The passes over the touched documents that bound
+	// the fused scores (the threshold and the filter below) then read
+	// memory front to back, where reading sc.acc and sc.slot by
+	// document number, at random, cost a cache miss per document at
+	// 100,000 tools: those passes were a third of a split request.
+	nr := nc + 1
 	theta := 0.0 // a lower bound of the k-th best fused score
+	var best topScores
 	stop := len(order)
 	for i, j := range order {
 		if len(sc.touched) >= k && boost*rest[i]*slack < cb.best && cb.cbestAbove(boost*slack, crest[i][:nc]) {
@@ -145,13 +146,7 @@ func (ix *Index) accumulateClausesTop(groups []queryGroup, sc *scratch, k int, m
 			// lo[c] x cbest[c]: while the rest reaches that, the k-th
 			// best bound is not worth a pass over the touched.
 			if r := frest(i, &hi); !math.IsInf(r, 1) && boost*r*slack < cb.fusedHigh(&lo, nc) {
-				for _, g := range sc.touched {
-					sc.group[g] = fusedLow(g, &lo)
-				}
-				theta = max(theta, kthOf(sc.touched, k, sc.group))
-				for _, g := range sc.touched {
-					sc.group[g] = 0
-				}
+				theta = max(theta, best.kthFusedLow(k, sc.prow, nr, nil, &lo))
 				if boost*r*slack < theta {
 					stop = i
 					break
@@ -162,52 +157,49 @@ func (ix *Index) accumulateClausesTop(groups []queryGroup, sc *scratch, k int, m
 	}
 	if stop == len(order) {
 		// Nothing left to skip: the exhaustive pass costs no more.
-		ix.clearClauses(sc)
+		sc.clearPass()
 		return nil, nil
 	}
-	// The candidates: every touched document that may still be the best
-	// in A or in a clause, or reach theta in the fused score, with the
-	// groups from order[i] on left to add.
-	cands := append(sc.cands[:0], sc.touched...)
-	defer func() { sc.cands = cands[:0] }()
+	// The candidates, by row: every touched document that may still be
+	// the best in A or in a clause, or reach theta in the fused score,
+	// with the groups from order[i] on left to add.
+	cands := sc.crows[:0]
+	for p := range len(sc.touched) {
+		cands = append(cands, int32(p))
+	}
+	// fresh says theta already holds the k-th best lower bound over
+	// cands with the bounds of the groups from stop on, as the loop
+	// above computed it when it stopped.
+	fresh := true
 	filter := func(i int) {
 		lo, hi := scales(i)
 		r := frest(i, &hi)
-		row := func(g int) []float64 {
-			p := int(sc.slot[g]) - 1
-			return sc.cacc[p*nc : (p+1)*nc]
+		// The fused scores' lower bounds give the threshold, in one
+		// pass that keeps the k best.
+		if !fresh {
+			theta = max(theta, best.kthFusedLow(k, sc.prow, nr, cands, &lo))
 		}
-		// The fused scores' lower bounds, for the threshold, reuse
-		// sc.group, which is zero outside addGroupClauses.
-		for _, g := range cands {
-			s := sc.acc[g]
-			for c, v := range row(g) {
-				s += lo[c] * v
+		fresh = false
+		// A candidate stays when boost x (its score + the rest) x
+		// slack reaches the best, in A or in a clause, or its fused
+		// upper bound reaches theta: the same tests with each
+		// threshold divided out once, so the loop compares rows with
+		// constants. That moves each test's rounding by a few ulps,
+		// far inside pruneSlack, and keeping a document more than
+		// needed changes no score.
+		bs := boost * slack
+		at := cb.best/bs - rest[i]
+		var ct [maxClauses]float64
+		for c := range nc {
+			ct[c] = math.Inf(1)
+			if cb.cbest[c] > 0 {
+				ct[c] = cb.cbest[c]/bs - crest[i][c]
 			}
-			sc.group[g] = s
 		}
-		theta = max(theta, kthOf(cands, k, sc.group))
-		for _, g := range cands {
-			sc.group[g] = 0
-		}
-		kept := cands[:0]
-		for _, g := range cands {
-			keep := boost*(sc.acc[g]+rest[i])*slack >= cb.best
-			up := sc.acc[g] + r
-			for c, v := range row(g) {
-				keep = keep || cb.cbest[c] > 0 && boost*(v+crest[i][c])*slack >= cb.cbest[c]
-				up += hi[c] * v
-			}
-			if keep || boost*up*slack >= theta {
-				kept = append(kept, g)
-				continue
-			}
-			sc.cand[g] = false
-		}
-		cands = kept
+		cands = filterRows(sc, nr, cands, at, &ct, r, &hi, theta/bs)
 	}
-	for _, g := range cands {
-		sc.cand[g] = true
+	for _, p := range cands {
+		sc.cand[sc.touched[p]] = true
 	}
 	filter(stop)
 	// Like accumulateTop, the groups left are added to the candidates
@@ -216,18 +208,24 @@ func (ix *Index) accumulateClausesTop(groups []queryGroup, sc *scratch, k int, m
 		ix.addGroupClauses(groups[order[i]], sc, &cb, sc.cand)
 		filter(i + 1)
 	}
-	ix.clearClauses(sc)
+	docs := sc.cands[:0]
+	for _, p := range cands {
+		docs = append(docs, sc.touched[p])
+	}
+	sc.crows = cands[:0]
+	sc.clearPass()
 	for _, g := range must {
 		sc.cand[g] = true
 	}
 	ix.accumulateOnly(groups, sc, sc.cand)
 	lead := ix.fuseClauses(sc)
-	for _, g := range cands {
+	for _, g := range docs {
 		sc.cand[g] = false
 	}
 	for _, g := range must {
 		sc.cand[g] = false
 	}
+	sc.cands = docs[:0]
 	f := &fusion{refs: refs, clauses: nc, scale: sc.scale}
 	for c := range nc {
 		for j := range groups {
@@ -261,44 +259,109 @@ func (cb *clauseBounds) cbestAbove(boost float64, crest []float64) bool {
 	return true
 }
 
-// kthOf returns the k-th best of score[g] over docs, 0 if fewer.
-func kthOf(docs []int, k int, score []float64) float64 {
-	best := make([]float64, 0, k)
-	for _, g := range docs {
-		v := score[g]
-		if len(best) == k {
-			if v <= best[0] {
-				continue
-			}
-			best = best[1:]
+// filterRows keeps the candidate rows of sc.prow (nr scores each) whose
+// whole-request score reaches at, or whose clause c score reaches ct[c]
+// for some c, or whose fused upper bound (scores plus r, the clause
+// scores weighed by hi) reaches ft, and unmarks the others in sc.cand.
+func filterRows(sc *scratch, nr int, cands []int32, at float64, ct *[maxClauses]float64, r float64, hi *[maxClauses]float64, ft float64) []int32 {
+	prow, touched, cand := sc.prow, sc.touched, sc.cand
+	kept := cands[:0]
+	for _, p := range cands {
+		row := prow[int(p)*nr : int(p)*nr+nr]
+		a := row[0]
+		// over is at least 0 when a score reaches its threshold.
+		over := a - at
+		up := a + r
+		for c, v := range row[1:] {
+			over = max(over, v-ct[c])
+			up += hi[c] * v
 		}
-		i, _ := slices.BinarySearch(best, v)
-		best = slices.Insert(best, i, v)
+		if over >= 0 || up >= ft {
+			kept = append(kept, p)
+			continue
+		}
+		cand[touched[p]] = false
 	}
-	if len(best) < k {
-		return 0
-	}
-	return best[0]
+	return kept
 }
 
-// clearClauses empties sc of a split request's scores, keeping the
-// clause count and terms.
-func (ix *Index) clearClauses(sc *scratch) {
+// kthFusedLow returns the k-th best fused lower bound, 0 if fewer, of the
+// rows of prow (nr scores each) listed in cands, or of every row when
+// cands is nil: a row's whole-request score plus lo[c] x its clause c
+// score.
+func (t *topScores) kthFusedLow(k int, prow []float64, nr int, cands []int32, lo *[maxClauses]float64) float64 {
+	t.reset(k)
+	low := func(p int) {
+		row := prow[p*nr : p*nr+nr]
+		s := row[0]
+		for c, v := range row[1:] {
+			s += lo[c] * v
+		}
+		if len(t.best) < k || s > t.best[0] {
+			t.offer(s)
+		}
+	}
+	if cands == nil {
+		for p := range len(prow) / nr {
+			low(p)
+		}
+	} else {
+		for _, p := range cands {
+			low(int(p))
+		}
+	}
+	return t.kth()
+}
+
+// topScores keeps the k best of the scores offered to it, so that the
+// k-th best of a candidate list's bounds takes one pass over it, with no
+// score written per document.
+type topScores struct {
+	k    int
+	best []float64 // ascending; best[0] is the k-th best once full
+}
+
+func (t *topScores) reset(k int) { t.k, t.best = k, t.best[:0] }
+
+func (t *topScores) offer(v float64) {
+	if len(t.best) < t.k {
+		i, _ := slices.BinarySearch(t.best, v)
+		t.best = slices.Insert(t.best, i, v)
+		return
+	}
+	if v <= t.best[0] {
+		return
+	}
+	// Drop the lowest and shift the ones under v down in place.
+	i, _ := slices.BinarySearch(t.best, v)
+	copy(t.best, t.best[1:i])
+	t.best[i-1] = v
+}
+
+// kth returns the k-th best score offered, 0 if fewer were.
+func (t *topScores) kth() float64 {
+	if len(t.best) < t.k {
+		return 0
+	}
+	return t.best[0]
+}
+
+// clearPass empties sc of accumulateClausesTop's partial scores.
+func (sc *scratch) clearPass() {
 	for _, g := range sc.touched {
-		sc.acc[g] = 0
-		sc.nameHits[g] = 0
 		sc.slot[g] = 0
 	}
 	sc.touched = sc.touched[:0]
-	sc.cacc = sc.cacc[:0]
-	sc.cname = sc.cname[:0]
+	sc.prow = sc.prow[:0]
 }
 
-// addGroupClauses adds one group's scores to sc.acc and, for the clauses
-// it is in, to sc.cacc, touching the documents new to sc, and raises cb's
-// bests: accumulate's inner loop without name coverage, which the
-// bounds allow for. With only, it adds to the documents only marks
-// alone, skipping the others' postings unread. Caller holds mu (read).
+// addGroupClauses adds one group's scores to the documents' rows in
+// sc.prow (the whole request's score and, for the clauses it is in, the
+// clause scores), touching the documents new to sc (sc.slot[g] is the
+// row's number plus one), and raises cb's bests: accumulate's inner loop
+// without name coverage, which the bounds allow for. With only, it adds
+// to the documents only marks alone, skipping the others' postings
+// unread. Caller holds mu (read).
 func (ix *Index) addGroupClauses(grp queryGroup, sc *scratch, cb *clauseBounds, only []bool) {
 	n := float64(ix.nDocs)
 	norm := &ix.norm
@@ -306,21 +369,24 @@ func (ix *Index) addGroupClauses(grp queryGroup, sc *scratch, cb *clauseBounds, 
 	nc := sc.clauses
 	single := len(grp.alts) == 1
 	maxIDF := ix.termIDF(grp.alts[0].term)
+	nr := nc + 1
 	add := func(g int, s float64) {
-		if sc.acc[g] == 0 {
-			sc.touch(g)
-		}
-		sc.acc[g] += s
-		cb.best = max(cb.best, sc.acc[g])
-		if grp.clauses == 0 {
-			return
-		}
-		row := sc.cacc[(int(sc.slot[g])-1)*nc:]
-		for c := range nc {
-			if grp.clauses&(1<<c) != 0 {
-				row[c] += s
-				cb.cbest[c] = max(cb.cbest[c], row[c])
+		p := int(sc.slot[g])
+		if p == 0 {
+			sc.touched = append(sc.touched, g)
+			p = len(sc.touched)
+			sc.slot[g] = int32(p)
+			for range nr {
+				sc.prow = append(sc.prow, 0)
 			}
+		}
+		row := sc.prow[(p-1)*nr : p*nr]
+		row[0] += s
+		cb.best = max(cb.best, row[0])
+		for m := grp.clauses; m != 0; m &= m - 1 {
+			c := bits.TrailingZeros8(m)
+			row[1+c] += s
+			cb.cbest[c] = max(cb.cbest[c], row[1+c])
 		}
 	}
 	for _, a := range grp.alts {

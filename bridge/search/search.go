@@ -19,8 +19,12 @@ type scratch struct {
 	groupName []bool
 	// cand marks the documents accumulateOnly scores, and cands lists
 	// them (accumulateClausesTop).
-	cand     []bool
-	cands    []int
+	cand  []bool
+	cands []int
+	// prow holds accumulateClausesTop's partial scores, a row per
+	// touched document, and crows its candidates' rows.
+	prow     []float64
+	crows    []int32
 	touched  []int
 	gtouched []int
 	// With a split request (clauses > 0), slot[g]-1 is the position of
@@ -66,6 +70,7 @@ func (ix *Index) putScratch(sc *scratch) {
 	sc.cterms = [maxClauses]int{}
 	sc.cacc = sc.cacc[:0]
 	sc.cname = sc.cname[:0]
+	sc.prow = sc.prow[:0]
 	sc.touched = sc.touched[:0]
 	sc.gtouched = sc.gtouched[:0]
 	ix.scratch.Put(sc)
