@@ -85,17 +85,97 @@ func randomCatalog(rng *rand.Rand, vocab []string, servers, tools int) []ServerD
 	return out
 }
 
+// pruneVocab is the vocabulary of the random catalogs the pruning
+// properties are checked on.
+var pruneVocab = strings.Fields(`file read write list get create delete issue pull request
+	repo branch commit message channel slack post send email user search query
+	database table row weather city forecast flight book hotel price stock
+	image resize upload download memory note calendar event time zone map route
+	translate text language summary report chart metric alert log trace span`)
+
+// FuzzPrunedEqualsExhaustive checks TestPrunedSearchMatchesExhaustive's
+// property on fuzzed requests, above all requests split into clauses,
+// whose pruned pass bounds the best whole-request score, each clause's
+// best and lead and the fused top k at once: over a random catalog made
+// from seed (and churned when seed is odd), the pruned first pass
+// returns the exhaustive pass's hits, scores to the bit, at every limit.
+func FuzzPrunedEqualsExhaustive(f *testing.F) {
+	for _, sd := range pruneSeeds {
+		f.Add(sd.seed, sd.query)
+	}
+	f.Fuzz(func(t *testing.T, seed uint64, query string) {
+		ix := seededIndex(seed)
+		for _, limit := range []int{1, 2, 5, 10, 20} {
+			want := searchWith(ix, pruneNever, query, limit)
+			got := searchWith(ix, pruneAlways, query, limit)
+			if d := diffResults(want, got); d != "" {
+				t.Fatalf("Search(%q, %d) differs:\n%s", query, limit, d)
+			}
+		}
+	})
+}
+
+// pruneSeeds are FuzzPrunedEqualsExhaustive's seeds: split requests
+// whose pass over their seed's catalog prunes (TestPruneSeedsPrune), and
+// two that are not split.
+var pruneSeeds = []struct {
+	seed  uint64
+	query string
+}{
+	{4, "read the file and post a message to the channel"},
+	{18, "list issues; then create a pull request, and also send an email"},
+	{4, "get the weather forecast for a city. Book a flight and a hotel. Then translate the summary"},
+	{4, "search the database table rows and chart the metric; alert on log trace span"},
+	{18, "price stock report: summary of price. note the calendar event time zone"},
+	{4, "create delete read write list get: message channel user"},
+	{42, "map route and translate text language and summary report and chart metric and alert log and trace span"},
+	{4, "write a note about the calendar event, then email the user"},
+	{4, "get the repo branch and commit; then post the message to slack"},
+	{7, "file file file and and then then"},
+	{9, "weather"},
+}
+
+// seededIndex indexes the random catalog that seed makes, churned
+// (a server replaced, one removed) when seed is odd.
+func seededIndex(seed uint64) *Index {
+	rng := rand.New(rand.NewPCG(seed, 25))
+	cat := randomCatalog(rng, pruneVocab, 5+rng.IntN(30), 10+rng.IntN(50))
+	ix := New(Options{})
+	ix.UpsertAll(cat)
+	if seed%2 == 1 {
+		ix.Upsert(cat[0].Server, randomCatalog(rng, pruneVocab, 1, 20)[0].Docs)
+		ix.Remove(cat[len(cat)-1].Server)
+	}
+	return ix
+}
+
+// TestPruneSeedsPrune keeps FuzzPrunedEqualsExhaustive's seeds useful:
+// the split requests among them are split and pruned (fewer tools scored
+// than by the exhaustive pass) at limits 5 and 10.
+func TestPruneSeedsPrune(t *testing.T) {
+	split := 0
+	for _, sd := range pruneSeeds {
+		ix := seededIndex(sd.seed)
+		if _, c := ix.parseRequest(sd.query); c == 0 {
+			continue
+		}
+		split++
+		if !wasPruned(ix, sd.query, 5) || !wasPruned(ix, sd.query, 10) {
+			t.Errorf("seed %d, %q: not pruned", sd.seed, sd.query)
+		}
+	}
+	if split < 8 {
+		t.Fatalf("only %d seeds are split requests", split)
+	}
+}
+
 // TestPrunedSearchMatchesExhaustive is the property that makes pruning
 // safe: on random catalogs and requests, the pruned first pass returns
 // the same hits, scores to the bit, as scoring every posting, for every
 // limit. It also checks that pruning happened, so the property is not
 // met by always falling back.
 func TestPrunedSearchMatchesExhaustive(t *testing.T) {
-	vocab := strings.Fields(`file read write list get create delete issue pull request
-		repo branch commit message channel slack post send email user search query
-		database table row weather city forecast flight book hotel price stock
-		image resize upload download memory note calendar event time zone map route
-		translate text language summary report chart metric alert log trace span`)
+	vocab := pruneVocab
 	rng := rand.New(rand.NewPCG(25, 2026))
 	prunedRuns := 0
 	for trial := range 12 {
