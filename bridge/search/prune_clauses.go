@@ -215,14 +215,15 @@ func (ix *Index) accumulateClausesTop(groups []queryGroup, sc *scratch, k int, m
 	sc.crows = cands[:0]
 	sc.clearPass()
 	for _, g := range must {
-		sc.cand[g] = true
+		if !sc.cand[g] {
+			sc.cand[g] = true
+			docs = append(docs, g)
+		}
 	}
-	ix.accumulateOnly(groups, sc, sc.cand)
+	slices.Sort(docs)
+	ix.accumulateOnly(groups, sc, sc.cand, docs)
 	lead := ix.fuseClauses(sc)
 	for _, g := range docs {
-		sc.cand[g] = false
-	}
-	for _, g := range must {
 		sc.cand[g] = false
 	}
 	sc.cands = docs[:0]

@@ -199,13 +199,16 @@ func (ix *Index) partialHits(query string, limit int) []Hit {
 // accumulate adds every document's BM25F score for groups into sc.acc.
 // Caller holds mu (read).
 func (ix *Index) accumulate(groups []queryGroup, sc *scratch) {
-	ix.accumulateOnly(groups, sc, nil)
+	ix.accumulateOnly(groups, sc, nil, nil)
 }
 
 // accumulateOnly is accumulate for the documents g with only[g] set
 // (every document when only is nil): the others' postings are skipped
-// unread. Caller holds mu (read).
-func (ix *Index) accumulateOnly(groups []queryGroup, sc *scratch, only []bool) {
+// unread. docs, when not nil, lists those documents in order: a term's
+// chunks that hold none of them are then skipped whole, for a few
+// hundred candidates meet few of a common term's thousands of chunks.
+// Caller holds mu (read).
+func (ix *Index) accumulateOnly(groups []queryGroup, sc *scratch, only []bool, docs []int) {
 	n := float64(ix.nDocs)
 	norm := &ix.norm
 	k1 := ix.opts.K1
@@ -228,11 +231,25 @@ func (ix *Index) accumulateOnly(groups []queryGroup, sc *scratch, only []bool) {
 			}
 			wq := a.w * min(idf(a.term), maxIDF)
 			post := e.post
+			// lo is the first of docs not before the chunk; chunks in
+			// document order meet docs in order.
+			skip, lo := docs != nil && !e.unordered, 0
 			for _, c := range e.chunks {
 				base := int(ix.bases[c.slot])
 				meta := ix.meta[base:]
 				run := post[:c.n]
 				post = post[c.n:]
+				if skip && len(run) > 0 {
+					for lo < len(docs) && docs[lo] < base {
+						lo++
+					}
+					if lo == len(docs) {
+						break
+					}
+					if docs[lo] > base+int(run[len(run)-1].doc) {
+						continue
+					}
+				}
 				for _, p := range run {
 					g := base + int(p.doc)
 					if only != nil && !only[g] {
