@@ -142,6 +142,13 @@ type Gateway struct {
 	activity *ui.Activity
 	// shared is the state replicas share (redis.url), or nil.
 	shared *shared
+
+	// toolFilters and toolMiddlewares are what mcp-go was given, in its
+	// order, for the tools/call fast path; fast says whether mcp-go is set
+	// up as that path was written for (see fastPathFits).
+	toolFilters     []server.ToolFilterFunc
+	toolMiddlewares []server.ToolHandlerMiddleware
+	fast            bool
 }
 
 // New builds a gateway for cfg. Call Connect to reach the upstreams.
@@ -233,15 +240,29 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	hooks.AddAfterListResources(g.filterResources)
 	hooks.AddAfterListResourceTemplates(g.filterTemplates)
 	hooks.AddOnUnregisterSession(func(ctx context.Context, s server.ClientSession) { g.revealed.forget(s.SessionID()) })
-	g.srv = server.NewMCPServer("toolbridge", Version,
-		server.WithHooks(hooks),
-		server.WithToolFilter(g.hideRemoved), // first: see its doc
-		server.WithToolFilter(g.addRevealed),
-		server.WithToolFilter(g.filterAccess), // last: see its doc
+	// The tool filters and middlewares are kept on g as well as given to
+	// mcp-go, in the same order: the tools/call fast path (fastpath.go)
+	// runs exactly these.
+	g.toolFilters = []server.ToolFilterFunc{
+		g.hideRemoved, // first: see its doc
+		g.addRevealed,
+		g.filterAccess, // last: see its doc
+	}
+	g.toolMiddlewares = []server.ToolHandlerMiddleware{
+		g.countCalls,
+		g.traceToolCalls,
+		newInFlight(cfg.Serve.MaxInFlight, sh.callLimiter(opts.CallLimiter, cfg.Serve.MaxInFlight), logger).middleware,
+		recoverToolPanic, // what server.WithRecovery installs
+	}
+	srvOpts := []server.ServerOption{server.WithHooks(hooks)}
+	for _, f := range g.toolFilters {
+		srvOpts = append(srvOpts, server.WithToolFilter(f))
+	}
+	for _, m := range g.toolMiddlewares {
+		srvOpts = append(srvOpts, server.WithToolHandlerMiddleware(m))
+	}
+	g.srv = server.NewMCPServer("toolbridge", Version, append(srvOpts,
 		server.WithPromptFilter(g.filterPrompts),
-		server.WithToolHandlerMiddleware(g.countCalls),
-		server.WithToolHandlerMiddleware(g.traceToolCalls),
-		server.WithToolHandlerMiddleware(newInFlight(cfg.Serve.MaxInFlight, sh.callLimiter(opts.CallLimiter, cfg.Serve.MaxInFlight), logger).middleware),
 		// tools/list_changed is sent by the gateway itself, to each
 		// session whose view changed (see toolsChanged); initialize still
 		// declares listChanged (see declareToolsListChanged).
@@ -258,9 +279,9 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		// clients for elicitation, sampling and roots; mcp-go does not
 		// check the server's own capabilities for that, only the
 		// client's.
-		server.WithRecovery(),
 		server.WithInstructions(instructions),
-	)
+	)...)
+	g.fast = fastPathFits(g.srv, len(g.toolFilters), len(g.toolMiddlewares))
 	g.relay = upstream.NewRelay(g.srv, g.upstreamChanged)
 	popts := upstream.PoolOptions{
 		// The token key is the gateway's own: stdio servers inherit the

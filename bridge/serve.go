@@ -54,12 +54,24 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, e
 	// the calls read before it have had their grace.
 	held := newHeldEOF(refusing)
 	defer held.release()
+	// The tools/call fast path (fastpath.go) reads every line first and
+	// hands mcp-go the lines it does not answer itself.
+	front := newStdioFront(g, out, logger)
+	s.SetContextFunc(front.contextFunc)
+	toListen, fromFront := io.Pipe()
+	go front.run(held, fromFront)
 	// Listen cancels the calls in flight as soon as its context ends, so it
 	// gets a context of its own, ended only after the grace period.
 	listenCtx, stopListening := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopListening()
 	done := make(chan error, 1)
-	go func() { done <- s.Listen(listenCtx, held, out) }()
+	go func() {
+		err := s.Listen(listenCtx, toListen, out)
+		// The fast calls end with mcp-go's, and the front stops reading.
+		_ = toListen.CloseWithError(io.ErrClosedPipe)
+		front.stop()
+		done <- err
+	}()
 	var err error
 	select {
 	case err = <-done: // Listen ended by itself: a read or write error

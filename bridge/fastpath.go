@@ -1,0 +1,696 @@
+package bridge
+
+// The tools/call fast path, in front of mcp-go's dispatcher.
+//
+// Why it exists: mcp-go's MCPServer.HandleMessage reads every tools/call
+// several times before the gateway's handler runs (the envelope, _meta
+// twice, the protocol era, the whole request with its arguments decoded
+// into a map nobody reads: the gateway forwards them as raw bytes), and
+// its stdio server hands each call to a worker pool through a channel.
+// That was most of what the gateway added to a direct call (#25). The
+// fast path reads a tools/call once and runs what HandleMessage would run
+// for it, in the same order: the hooks (before any, before call), the
+// lookup of the registered tool, the tool filters enforced at call time,
+// the middlewares (countCalls, traceToolCalls, the in-flight bound, panic
+// recovery), the legacy answer to a result that asks for input, the
+// success or error hooks, and the JSON-RPC answer. mcp-go stays the MCP
+// library: everything else, and every tools/call the fast path is not
+// sure about, goes to HandleMessage.
+//
+// When it falls back to mcp-go (fastCallOf and fastReady decide, before
+// anything has run):
+//   - mcp-go is not set up as this file was written for: a tracer,
+//     logger or propagator, an input or output validator, task tools, or
+//     filters and middlewares other than the gateway's own (fastPathFits,
+//     checked once in New by reading mcp-go's fields);
+//   - the message is anything but a JSON object of exactly jsonrpc "2.0",
+//     a string or number id, method "tools/call" (written so) and params,
+//     each once, with keys as written here; params of exactly name (a
+//     string), arguments and _meta, each at most once: a task, the multi
+//     round-trip fields, unknown or duplicate keys all go to mcp-go;
+//   - _meta is not an object, or holds io.modelcontextprotocol/* keys (a
+//     2026-07-28 request states its protocol there, which changes how
+//     mcp-go serves it);
+//   - no initialized session is in the context, the session has tools of
+//     its own, or an OnRequestInitialization hook is installed.
+//
+// TestFastPathMatchesMCPGo and FuzzFastPathMatchesMCPGo hold the fast
+// path's answers to mcp-go's, byte for byte; TestFastPathFits fails when
+// an mcp-go upgrade changes the fields fastPathFits reads.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	"github.com/mark3labs/mcp-go/tracing"
+)
+
+// fastPathFits reports whether srv is set up as the fast path expects:
+// nothing in HandleMessage's tools/call path that the fast path does not
+// run (see the file's header). It reads mcp-go's unexported fields by
+// reflection, once; a field that is missing (another mcp-go version)
+// turns the fast path off.
+func fastPathFits(srv *server.MCPServer, filters, middlewares int) bool {
+	v := reflect.ValueOf(srv).Elem()
+	field := func(name string) (reflect.Value, bool) {
+		f := v.FieldByName(name)
+		return f, f.IsValid()
+	}
+	for _, name := range []string{"metaPropagator", "requestLogger", "inputValidator", "outputValidator"} {
+		f, ok := field(name)
+		if !ok || !f.IsNil() {
+			return false
+		}
+	}
+	// The tracer and propagator are mcp-go's no-ops unless set.
+	for name, noop := range map[string]any{"tracer": tracing.NoopTracer(), "propagator": tracing.NoopPropagator()} {
+		f, ok := field(name)
+		if !ok || f.IsNil() || f.Elem().Type() != reflect.TypeOf(noop) {
+			return false
+		}
+	}
+	if f, ok := field("taskTools"); !ok || f.Len() != 0 {
+		return false
+	}
+	if f, ok := field("toolFilters"); !ok || f.Len() != filters {
+		return false
+	}
+	if f, ok := field("toolHandlerMiddlewares"); !ok || f.Len() != middlewares {
+		return false
+	}
+	caps, ok := field("capabilities")
+	if !ok {
+		return false
+	}
+	if tools := caps.FieldByName("tools"); !tools.IsValid() || tools.IsNil() {
+		return false
+	}
+	return true
+}
+
+// recoverToolPanic is the middleware server.WithRecovery installs: a tool
+// handler's panic becomes the call's error. It is the gateway's own so
+// that the fast path runs the very same list of middlewares.
+func recoverToolPanic(next server.ToolHandlerFunc) server.ToolHandlerFunc {
+	return func(ctx context.Context, request mcp.CallToolRequest) (result *mcp.CallToolResult, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("panic recovered in %s tool handler: %v", request.Params.Name, r)
+			}
+		}()
+		return next(ctx, request)
+	}
+}
+
+// fastCall is a tools/call request read by fastCallOf.
+type fastCall struct {
+	id   any // as encoding/json decodes it into an any: string or float64
+	name string
+	args json.RawMessage // nil when absent
+	meta *mcp.Meta
+}
+
+// Bits for the members fastCallOf has seen.
+const (
+	seenJSONRPC = 1 << iota
+	seenID
+	seenMethod
+	seenParams
+	seenName
+	seenArgs
+	seenMeta
+)
+
+// fastCallOf reads msg, one JSON-RPC message, as a tools/call the fast
+// path takes; ok is false for anything else (see the file's header), and
+// mcp-go decides.
+func fastCallOf(msg []byte) (c fastCall, ok bool) {
+	if !json.Valid(msg) {
+		return c, false
+	}
+	var params []byte
+	seen := 0
+	ok = members(msg, func(key string, value []byte) bool {
+		bit := 0
+		switch key {
+		case "jsonrpc":
+			bit = seenJSONRPC
+			if string(value) != `"2.0"` {
+				return false
+			}
+		case "id":
+			bit = seenID
+			if value[0] != '"' && value[0] != '-' && (value[0] < '0' || value[0] > '9') {
+				return false // null, true, an object: mcp-go's
+			}
+			if json.Unmarshal(value, &c.id) != nil {
+				return false
+			}
+		case "method":
+			bit = seenMethod
+			if string(value) != `"tools/call"` {
+				return false
+			}
+		case "params":
+			bit = seenParams
+			params = value
+		}
+		if bit == 0 || seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		return true
+	})
+	if !ok || seen != seenJSONRPC|seenID|seenMethod|seenParams {
+		return fastCall{}, false
+	}
+	seen = 0
+	ok = members(params, func(key string, value []byte) bool {
+		bit := 0
+		switch key {
+		case "name":
+			bit = seenName
+			var s bool
+			if value[0] != '"' {
+				return false
+			}
+			if c.name, s = jsonString(value); !s {
+				return false
+			}
+		case "arguments":
+			bit = seenArgs
+			c.args = append(json.RawMessage(nil), value...)
+		case "_meta":
+			bit = seenMeta
+			if string(value) == "null" {
+				break
+			}
+			if value[0] != '{' || json.Unmarshal(value, &c.meta) != nil {
+				return false
+			}
+			for k := range c.meta.AdditionalFields {
+				if strings.HasPrefix(k, protocolMetaPrefix) {
+					return false
+				}
+			}
+		}
+		if bit == 0 || seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		return true
+	})
+	if !ok || seen&seenName == 0 {
+		return fastCall{}, false
+	}
+	return c, true
+}
+
+// members calls each with the key and value of every member of obj, a
+// JSON object from a valid document, until each returns false; it reports
+// false then, or when obj is not an object or has a key with escapes or
+// bytes beyond ASCII.
+func members(obj []byte, each func(key string, value []byte) bool) bool {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return false
+	}
+	i = skipSpace(obj, i+1)
+	if obj[i] == '}' {
+		return true
+	}
+	for {
+		key, next, ok := plainKey(obj, i)
+		if !ok {
+			return false
+		}
+		i = skipSpace(obj, next)
+		end := skipValue(obj, i)
+		if !each(key, obj[i:end]) {
+			return false
+		}
+		i = skipSpace(obj, end)
+		if obj[i] == '}' {
+			return true
+		}
+		i = skipSpace(obj, i+1) // after the comma
+	}
+}
+
+// fastReady reports whether ctx is one the fast path serves in: it holds
+// an initialized session without tools of its own, and no hook inspects
+// raw requests.
+func (g *Gateway) fastReady(ctx context.Context) bool {
+	if !g.fast || len(g.srv.GetHooks().OnRequestInitialization) > 0 {
+		return false
+	}
+	s := server.ClientSessionFromContext(ctx)
+	if s == nil || !s.Initialized() {
+		return false
+	}
+	if st, ok := s.(server.SessionWithTools); ok && len(st.GetSessionTools()) > 0 {
+		return false
+	}
+	return true
+}
+
+// handleMessage answers msg as g.srv.HandleMessage does, by the fast path
+// when it takes msg (a tools/call), else by HandleMessage itself.
+func (g *Gateway) handleMessage(ctx context.Context, msg json.RawMessage) mcp.JSONRPCMessage {
+	if c, ok := fastCallOf(msg); ok && g.fastReady(ctx) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		return g.serveFastCall(ctx, c)
+	}
+	return g.srv.HandleMessage(ctx, msg)
+}
+
+// serveFastCall answers c as HandleMessage's tools/call case does, hooks
+// included. ctx is the request's: its cancellation is the caller's.
+func (g *Gateway) serveFastCall(ctx context.Context, c fastCall) mcp.JSONRPCMessage {
+	// A request without protocol keys in _meta is of the legacy era, and
+	// its version the session's (see server.RequestProtocolVersion).
+	ctx = server.WithRequestProtocolInfo(ctx, &server.RequestProtocolInfo{})
+	req := mcp.CallToolRequest{Header: http.Header{}}
+	req.Method = string(mcp.MethodToolsCall)
+	req.Params.Name = c.name
+	req.Params.RawArguments = c.args
+	req.Params.Meta = c.meta
+	hooks := g.srv.GetHooks()
+	for _, h := range hooks.OnBeforeAny {
+		h(ctx, c.id, mcp.MethodToolsCall, &req)
+	}
+	for _, h := range hooks.OnBeforeCallTool {
+		h(ctx, c.id, &req)
+	}
+	result, rerr := g.fastToolCall(ctx, c.id, req)
+	if rerr != nil {
+		for _, h := range hooks.OnError {
+			h(ctx, c.id, mcp.MethodToolsCall, &req, rerr)
+		}
+		return rerr.ToJSONRPCError()
+	}
+	var res any = result
+	for _, h := range hooks.OnSuccess {
+		h(ctx, c.id, mcp.MethodToolsCall, &req, res)
+	}
+	for _, h := range hooks.OnAfterCallTool {
+		h(ctx, c.id, &req, res)
+	}
+	return mcp.NewJSONRPCResultResponse(mcp.NewRequestId(c.id), res)
+}
+
+// fastToolCall is mcp-go's handleToolCall for what the fast path takes
+// (no task, no session tools, no validators): the registered tool, the
+// filters at call time, the middlewares, the legacy answer to a request
+// for input, and a nil result refused.
+func (g *Gateway) fastToolCall(ctx context.Context, id any, req mcp.CallToolRequest) (*mcp.CallToolResult, *fastError) {
+	name := req.Params.Name
+	tool := g.srv.GetTool(name)
+	if tool == nil || !g.passesToolFilters(ctx, tool.Tool) {
+		// A tool a filter hides answers as an unknown one.
+		return nil, &fastError{id: id, code: mcp.INVALID_PARAMS, err: fmt.Errorf("tool '%s' not found: %w", name, server.ErrToolNotFound)}
+	}
+	if tool.Tool.Execution != nil && tool.Tool.Execution.TaskSupport == mcp.TaskSupportRequired {
+		return nil, &fastError{id: id, code: mcp.METHOD_NOT_FOUND, err: fmt.Errorf("tool '%s' requires task augmentation", name)}
+	}
+	handler := tool.Handler
+	for i := len(g.toolMiddlewares) - 1; i >= 0; i-- {
+		handler = g.toolMiddlewares[i](handler)
+	}
+	result, err := handler(ctx, req)
+	if err != nil {
+		return nil, handlerFailure(ctx, id, err)
+	}
+	if result, err = g.answerInputRequests(ctx, result, req, handler); err != nil {
+		return nil, handlerFailure(ctx, id, err)
+	}
+	if result == nil {
+		return nil, &fastError{id: id, code: mcp.INTERNAL_ERROR, err: fmt.Errorf("tool '%s' handler returned no result", name)}
+	}
+	return result, nil
+}
+
+// passesToolFilters is mcp-go's check at call time: only tool is passed
+// through the filters, and it must come out.
+func (g *Gateway) passesToolFilters(ctx context.Context, tool mcp.Tool) bool {
+	tools := []mcp.Tool{tool}
+	for _, filter := range g.toolFilters {
+		if tools = filter(ctx, tools); len(tools) == 0 {
+			return false
+		}
+	}
+	for _, t := range tools {
+		if t.Name == tool.Name {
+			return true
+		}
+	}
+	return false
+}
+
+// fastError is mcp-go's requestError: what the error hooks get and the
+// JSON-RPC error the client gets.
+type fastError struct {
+	id   any
+	code int
+	err  error
+	data any
+}
+
+func (e *fastError) Error() string { return fmt.Sprintf("request error: %s", e.err) }
+
+func (e *fastError) Unwrap() error { return e.err }
+
+// ToJSONRPCError is the error as the client gets it.
+func (e *fastError) ToJSONRPCError() mcp.JSONRPCError {
+	return mcp.JSONRPCError{
+		JSONRPC: mcp.JSONRPC_VERSION,
+		ID:      mcp.NewRequestId(e.id),
+		Error:   mcp.NewJSONRPCErrorDetails(e.code, e.err.Error(), e.data),
+	}
+}
+
+// handlerFailure is mcp-go's handlerError for a legacy request: a
+// URL elicitation the handler requires keeps its own code and data;
+// anything else is an internal error.
+func handlerFailure(ctx context.Context, id any, err error) *fastError {
+	var required mcp.URLElicitationRequiredError
+	var pointer *mcp.URLElicitationRequiredError
+	found := errors.As(err, &required)
+	if !found && errors.As(err, &pointer) && pointer != nil {
+		required, found = *pointer, true
+	}
+	if found && !mcp.IsModernProtocol(server.RequestProtocolVersion(ctx)) {
+		details := required.JSONRPCError().Error
+		return &fastError{id: id, code: details.Code, err: err, data: details.Data}
+	}
+	return &fastError{id: id, code: mcp.INTERNAL_ERROR, err: err}
+}
+
+// maxInputRoundTrips is mcp-go's bound on a handler asking for input
+// again and again (maxLegacyInputRoundTrips).
+const maxInputRoundTrips = 10
+
+// answerInputRequests is mcp-go's resolveMultiRoundTrip for a legacy
+// client: a result that asks for input (an upstream's input_required)
+// has its requests answered with the server-initiated requests the client
+// understands, and the handler is called again with the answers, until it
+// gives a final result. A client of 2026-07-28 never reaches the fast
+// path, so the result is never passed through as it is.
+func (g *Gateway) answerInputRequests(ctx context.Context, result *mcp.CallToolResult, req mcp.CallToolRequest, handler server.ToolHandlerFunc) (*mcp.CallToolResult, error) {
+	if mcp.IsModernProtocol(server.RequestProtocolVersion(ctx)) {
+		return result, nil
+	}
+	for attempt := 0; ; attempt++ {
+		if !result.NeedsInput() {
+			return result, nil
+		}
+		if len(result.InputRequests) == 0 {
+			return nil, fmt.Errorf("multi round-trip: %w", server.ErrLoadShedding)
+		}
+		if attempt >= maxInputRoundTrips {
+			return nil, fmt.Errorf("multi round-trip: handler asked for input more than %d times", maxInputRoundTrips)
+		}
+		responses, err := g.fulfilInputRequests(ctx, result.InputRequests)
+		if err != nil {
+			return nil, err
+		}
+		retried := req
+		retried.Params.MultiRoundTripParams = mcp.MultiRoundTripParams{InputResponses: responses, RequestState: result.RequestState}
+		if result, err = handler(ctx, retried); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// fulfilInputRequests is mcp-go's fulfillInputRequests: every request at
+// once, the first failure cancelling the others.
+func (g *Gateway) fulfilInputRequests(ctx context.Context, requests mcp.InputRequests) (mcp.InputResponses, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu        sync.Mutex
+		wg        sync.WaitGroup
+		responses = make(mcp.InputResponses, len(requests))
+		firstErr  error
+	)
+	for id, request := range requests {
+		wg.Go(func() {
+			response, err := g.fulfilInputRequest(ctx, request)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if firstErr == nil {
+					firstErr = fmt.Errorf("fulfilling input request %q: %w", id, err)
+					cancel()
+				}
+				return
+			}
+			responses[id] = response
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, fmt.Errorf("multi round-trip: %w", firstErr)
+	}
+	return responses, nil
+}
+
+// fulfilInputRequest is mcp-go's fulfillInputRequest: one
+// server-initiated request.
+func (g *Gateway) fulfilInputRequest(ctx context.Context, request mcp.InputRequest) (mcp.InputResponse, error) {
+	switch request.Method {
+	case mcp.MethodElicitationCreate:
+		if request.Elicitation == nil {
+			return mcp.InputResponse{}, fmt.Errorf("elicitation input request has no params")
+		}
+		result, err := g.srv.RequestElicitation(ctx, mcp.ElicitationRequest{
+			Request: mcp.Request{Method: string(mcp.MethodElicitationCreate)},
+			Params:  *request.Elicitation,
+		})
+		if err != nil {
+			return mcp.InputResponse{}, err
+		}
+		if result == nil {
+			return mcp.InputResponse{}, fmt.Errorf("session returned no elicitation result")
+		}
+		return mcp.NewElicitationInputResponse(*result), nil
+	case mcp.MethodSamplingCreateMessage:
+		if request.Sampling == nil {
+			return mcp.InputResponse{}, fmt.Errorf("sampling input request has no params")
+		}
+		result, err := g.srv.RequestSampling(ctx, mcp.CreateMessageRequest{
+			Request:             mcp.Request{Method: string(mcp.MethodSamplingCreateMessage)},
+			CreateMessageParams: *request.Sampling,
+		})
+		if err != nil {
+			return mcp.InputResponse{}, err
+		}
+		if result == nil {
+			return mcp.InputResponse{}, fmt.Errorf("session returned no sampling result")
+		}
+		return mcp.NewSamplingInputResponse(*result), nil
+	case mcp.MethodListRoots:
+		result, err := g.srv.RequestRoots(ctx, mcp.ListRootsRequest{
+			Request: mcp.Request{Method: string(mcp.MethodListRoots)},
+		})
+		if err != nil {
+			return mcp.InputResponse{}, err
+		}
+		if result == nil {
+			return mcp.InputResponse{}, fmt.Errorf("session returned no roots result")
+		}
+		return mcp.NewRootsInputResponse(*result), nil
+	default:
+		return mcp.InputResponse{}, fmt.Errorf("unsupported input request method %q", request.Method)
+	}
+}
+
+// trimJSONSpace cuts the white space JSON allows (and only that) from
+// both ends of line.
+func trimJSONSpace(line []byte) []byte {
+	return bytes.TrimFunc(line, func(r rune) bool { return r == ' ' || r == '\t' || r == '\n' || r == '\r' })
+}
+
+// stdioFront is the stdio line loop in front of mcp-go's StdioServer: it
+// answers the tools/call lines the fast path takes, each on a goroutine
+// of its own (a call may be long) that writes its answer itself, and
+// hands every other line, unchanged and in order, to the StdioServer
+// through a pipe. mcp-go keeps its stdio session private; the context it
+// serves requests in (the session in it) comes from its context func
+// (see contextFunc).
+type stdioFront struct {
+	g      *Gateway
+	out    io.Writer
+	logger *log.Logger
+	// base is the context mcp-go serves requests in, and end cancels the
+	// fast calls, as mcp-go cancels its own when its input ends.
+	base atomic.Pointer[context.Context]
+	end  context.CancelFunc
+	// inflight cancels a fast call by its id, for notifications/cancelled,
+	// as mcp-go's own map does for the requests it serves.
+	mu       sync.Mutex
+	inflight map[string]context.CancelFunc
+	stopped  bool // by stop: no new fast call starts
+	calls    sync.WaitGroup
+}
+
+func newStdioFront(g *Gateway, out io.Writer, logger *log.Logger) *stdioFront {
+	return &stdioFront{g: g, out: out, logger: logger, inflight: map[string]context.CancelFunc{}}
+}
+
+// contextFunc is the StdioServer's context func: it keeps the context
+// mcp-go serves requests in, the stdio session in it, for the fast calls.
+func (f *stdioFront) contextFunc(ctx context.Context) context.Context {
+	base, end := context.WithCancel(ctx)
+	f.mu.Lock()
+	f.end = end
+	f.mu.Unlock()
+	f.base.Store(&base)
+	return ctx
+}
+
+// endCalls cancels the fast calls still running: the input has ended.
+func (f *stdioFront) endCalls() {
+	f.mu.Lock()
+	end := f.end
+	f.mu.Unlock()
+	if end != nil {
+		end()
+	}
+}
+
+// run reads in line by line until it ends, answering the lines the fast
+// path takes and writing every other one to mcp-go's input, pw, which it
+// closes with in's end.
+func (f *stdioFront) run(in io.Reader, pw *io.PipeWriter) {
+	r := bufio.NewReader(in)
+	for {
+		line, err := r.ReadBytes('\n')
+		// A last line without its newline is mcp-go's: it drops it.
+		if len(line) > 0 && (err != nil || !f.serve(line)) {
+			if _, werr := pw.Write(line); werr != nil {
+				f.endCalls()
+				return // mcp-go has stopped reading
+			}
+		}
+		if err != nil {
+			f.endCalls()
+			_ = pw.CloseWithError(err)
+			return
+		}
+	}
+}
+
+// serve answers line on the fast path and reports whether it did; a
+// notifications/cancelled for a fast call cancels it (and still goes on
+// to mcp-go, as every line the fast path does not answer).
+func (f *stdioFront) serve(line []byte) bool {
+	msg := trimJSONSpace(line)
+	if bytes.Contains(msg, []byte(`"notifications/cancelled"`)) {
+		f.cancelled(msg)
+		return false
+	}
+	c, ok := fastCallOf(msg)
+	if !ok {
+		return false
+	}
+	base := f.base.Load()
+	if base == nil || !f.g.fastReady(*base) {
+		return false
+	}
+	ctx, cancel := context.WithCancel(*base)
+	key := fmt.Sprintf("%v", c.id)
+	f.mu.Lock()
+	if f.stopped {
+		f.mu.Unlock()
+		cancel()
+		return false
+	}
+	f.inflight[key] = cancel
+	f.calls.Add(1)
+	f.mu.Unlock()
+	go func() {
+		defer f.calls.Done()
+		defer func() {
+			f.mu.Lock()
+			delete(f.inflight, key)
+			f.mu.Unlock()
+			cancel()
+		}()
+		f.write(f.answer(ctx, c))
+	}()
+	return true
+}
+
+// stop ends the fast path: the calls still running are cancelled, no new
+// one starts, and it returns once every answer is written.
+func (f *stdioFront) stop() {
+	f.mu.Lock()
+	f.stopped = true
+	f.mu.Unlock()
+	f.endCalls()
+	f.calls.Wait()
+}
+
+// answer is the fast call's answer; a panic outside the tool handler
+// (which recoverToolPanic covers) is answered as mcp-go's stdio worker
+// answers it.
+func (f *stdioFront) answer(ctx context.Context, c fastCall) (resp mcp.JSONRPCMessage) {
+	defer func() {
+		if r := recover(); r != nil {
+			f.logger.Printf("panic recovered in stdio tool call worker: %v", r)
+			resp = mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(c.id),
+				Error: mcp.NewJSONRPCErrorDetails(mcp.INTERNAL_ERROR, fmt.Sprintf("internal panic: %v", r), nil)}
+		}
+	}()
+	return f.g.serveFastCall(ctx, c)
+}
+
+// write writes resp as one line, as mcp-go's stdio server does.
+func (f *stdioFront) write(resp mcp.JSONRPCMessage) {
+	b, err := json.Marshal(resp)
+	if err == nil {
+		_, err = f.out.Write(append(b, '\n'))
+	}
+	if err != nil {
+		f.logger.Printf("Error writing tool response: %v", err)
+	}
+}
+
+// cancelled cancels the fast call a notifications/cancelled names.
+func (f *stdioFront) cancelled(msg []byte) {
+	var n struct {
+		JSONRPC string `json:"jsonrpc"`
+		Method  string `json:"method"`
+		ID      any    `json:"id"`
+		Params  struct {
+			RequestID any `json:"requestId"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(msg, &n) != nil || n.JSONRPC != mcp.JSONRPC_VERSION || n.ID != nil ||
+		n.Method != string(mcp.MethodNotificationCancelled) || n.Params.RequestID == nil {
+		return
+	}
+	key := fmt.Sprintf("%v", n.Params.RequestID)
+	f.mu.Lock()
+	cancel := f.inflight[key]
+	delete(f.inflight, key)
+	f.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
