@@ -28,11 +28,17 @@ package bridge
 //     each once, with keys as written here; params of exactly name (a
 //     string), arguments and _meta, each at most once: a task, the multi
 //     round-trip fields, unknown or duplicate keys all go to mcp-go;
-//   - _meta is not an object, or holds io.modelcontextprotocol/* keys (a
-//     2026-07-28 request states its protocol there, which changes how
-//     mcp-go serves it);
-//   - no initialized session is in the context, the session has tools of
-//     its own, or an OnRequestInitialization hook is installed.
+//   - _meta is not an object, or is that of a 2026-07-28 request that
+//     mcp-go answers with an error (no client capabilities, a version it
+//     does not know);
+//   - no session is in the context, or (before 2026-07-28) one not yet
+//     initialized, the session has tools of its own, or an
+//     OnRequestInitialization hook is installed.
+//
+// A 2026-07-28 request (protocol version, client info and capabilities
+// in _meta) is served as HandleMessage serves it: the session takes the
+// client's info and capabilities, and the result gets its resultType and
+// the server's identity.
 //
 // TestFastPathMatchesMCPGo and FuzzFastPathMatchesMCPGo hold the fast
 // path's answers to mcp-go's, byte for byte; TestFastPathFits fails when
@@ -49,7 +55,6 @@ import (
 	"log"
 	"net/http"
 	"reflect"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -91,6 +96,14 @@ func fastPathFits(srv *server.MCPServer, filters, middlewares int) bool {
 	if f, ok := field("toolHandlerMiddlewares"); !ok || f.Len() != middlewares {
 		return false
 	}
+	// The server's identity in a 2026-07-28 result is its name and version
+	// only (see serveFastCall).
+	if f, ok := field("implementation"); !ok || !f.IsZero() {
+		return false
+	}
+	if f, ok := field("name"); !ok || f.String() != serverName {
+		return false
+	}
 	caps, ok := field("capabilities")
 	if !ok {
 		return false
@@ -121,6 +134,10 @@ type fastCall struct {
 	name string
 	args json.RawMessage // nil when absent
 	meta *mcp.Meta
+	// info is what mcp-go's extractRequestProtocolInfo makes of _meta:
+	// the protocol era and, for 2026-07-28, the client's identity,
+	// capabilities and log level.
+	info *server.RequestProtocolInfo
 }
 
 // Bits for the members fastCallOf has seen.
@@ -201,11 +218,6 @@ func fastCallOf(msg []byte) (c fastCall, ok bool) {
 			if value[0] != '{' || json.Unmarshal(value, &c.meta) != nil {
 				return false
 			}
-			for k := range c.meta.AdditionalFields {
-				if strings.HasPrefix(k, protocolMetaPrefix) {
-					return false
-				}
-			}
 		}
 		if bit == 0 || seen&bit != 0 {
 			return false
@@ -215,6 +227,18 @@ func fastCallOf(msg []byte) (c fastCall, ok bool) {
 	})
 	if !ok || seen&seenName == 0 {
 		return fastCall{}, false
+	}
+	// extractRequestProtocolInfo, for the requests it accepts: a modern one
+	// without client capabilities, or of a version mcp-go does not know,
+	// is answered with an error, by mcp-go.
+	c.info = &server.RequestProtocolInfo{ProtocolVersion: c.meta.ProtocolVersion()}
+	if mcp.IsModernProtocol(c.info.ProtocolVersion) {
+		c.info.Modern = true
+		c.info.ClientInfo = c.meta.ClientInfo()
+		c.info.LogLevel = c.meta.LogLevel()
+		if c.info.ClientCapabilities = c.meta.ClientCapabilities(); c.info.ClientCapabilities == nil || !mcp.IsValidProtocolVersion(c.info.ProtocolVersion) {
+			return fastCall{}, false
+		}
 	}
 	return c, true
 }
@@ -250,15 +274,16 @@ func members(obj []byte, each func(key string, value []byte) bool) bool {
 	}
 }
 
-// fastReady reports whether ctx is one the fast path serves in: it holds
-// an initialized session without tools of its own, and no hook inspects
-// raw requests.
-func (g *Gateway) fastReady(ctx context.Context) bool {
+// fastReady reports whether ctx is one the fast path serves c in: it
+// holds a session without tools of its own, initialized unless c is of
+// 2026-07-28 (which has no handshake), and no hook inspects raw
+// requests.
+func (g *Gateway) fastReady(ctx context.Context, c fastCall) bool {
 	if !g.fast || len(g.srv.GetHooks().OnRequestInitialization) > 0 {
 		return false
 	}
 	s := server.ClientSessionFromContext(ctx)
-	if s == nil || !s.Initialized() {
+	if s == nil || (!s.Initialized() && !c.info.Modern) {
 		return false
 	}
 	if st, ok := s.(server.SessionWithTools); ok && len(st.GetSessionTools()) > 0 {
@@ -270,7 +295,7 @@ func (g *Gateway) fastReady(ctx context.Context) bool {
 // handleMessage answers msg as g.srv.HandleMessage does, by the fast path
 // when it takes msg (a tools/call), else by HandleMessage itself.
 func (g *Gateway) handleMessage(ctx context.Context, msg json.RawMessage) mcp.JSONRPCMessage {
-	if c, ok := fastCallOf(msg); ok && g.fastReady(ctx) {
+	if c, ok := fastCallOf(msg); ok && g.fastReady(ctx, c) {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		return g.serveFastCall(ctx, c)
@@ -281,9 +306,22 @@ func (g *Gateway) handleMessage(ctx context.Context, msg json.RawMessage) mcp.JS
 // serveFastCall answers c as HandleMessage's tools/call case does, hooks
 // included. ctx is the request's: its cancellation is the caller's.
 func (g *Gateway) serveFastCall(ctx context.Context, c fastCall) mcp.JSONRPCMessage {
-	// A request without protocol keys in _meta is of the legacy era, and
-	// its version the session's (see server.RequestProtocolVersion).
-	ctx = server.WithRequestProtocolInfo(ctx, &server.RequestProtocolInfo{})
+	g.fastServed.Add(1)
+	ctx = server.WithRequestProtocolInfo(ctx, c.info)
+	if c.info.Modern {
+		// What mcp-go's applyRequestProtocolInfoToSession does: the
+		// session state the handshake used to establish.
+		s := server.ClientSessionFromContext(ctx)
+		if withInfo, ok := s.(server.SessionWithClientInfo); ok {
+			if c.info.ClientInfo != nil {
+				withInfo.SetClientInfo(*c.info.ClientInfo)
+			}
+			withInfo.SetClientCapabilities(*c.info.ClientCapabilities)
+		}
+		if !s.Initialized() {
+			s.Initialize()
+		}
+	}
 	req := mcp.CallToolRequest{Header: http.Header{}}
 	req.Method = string(mcp.MethodToolsCall)
 	req.Params.Name = c.name
@@ -309,6 +347,16 @@ func (g *Gateway) serveFastCall(ctx context.Context, c fastCall) mcp.JSONRPCMess
 	}
 	for _, h := range hooks.OnAfterCallTool {
 		h(ctx, c.id, &req, res)
+	}
+	if c.info.Modern {
+		// mcp-go's decorateResponse for a 2026-07-28 result: resultType,
+		// unless the handler set it, and the server's identity.
+		if result.ResultType == "" {
+			result.ResultType = mcp.ResultTypeComplete
+		}
+		if meta := result.EnsureResultMeta(); meta != nil && meta.ServerInfo() == nil {
+			meta.SetServerInfo(mcp.Implementation{Name: serverName, Version: Version})
+		}
 	}
 	return mcp.NewJSONRPCResultResponse(mcp.NewRequestId(c.id), res)
 }
@@ -609,7 +657,7 @@ func (f *stdioFront) serve(line []byte) bool {
 		return false
 	}
 	base := f.base.Load()
-	if base == nil || !f.g.fastReady(*base) {
+	if base == nil || !f.g.fastReady(*base, c) {
 		return false
 	}
 	ctx, cancel := context.WithCancel(*base)

@@ -28,10 +28,10 @@ type fastSession struct {
 	ch chan mcp.JSONRPCNotification
 }
 
-func (s *fastSession) SessionID() string                                  { return s.id }
+func (s *fastSession) SessionID() string                                   { return s.id }
 func (s *fastSession) NotificationChannel() chan<- mcp.JSONRPCNotification { return s.ch }
-func (s *fastSession) Initialize()                                        {}
-func (s *fastSession) Initialized() bool                                  { return true }
+func (s *fastSession) Initialize()                                         {}
+func (s *fastSession) Initialized() bool                                   { return true }
 
 // fastGateway is a gateway in mode on or off in front of echoServer, with
 // access rules for the groups "all" (everything) and "dev" (only up::echo
@@ -159,8 +159,14 @@ var fastCorpus = []struct {
 	{"old jsonrpc", `{"jsonrpc":"1.0","id":34,"method":"tools/call","params":{"name":"echo"}}`, false},
 	{"task", `{"jsonrpc":"2.0","id":35,"method":"tools/call","params":{"name":"echo","arguments":{"text":"t"},"task":{"ttl":1000}}}`, false},
 	{"multi round-trip", `{"jsonrpc":"2.0","id":36,"method":"tools/call","params":{"name":"echo","arguments":{"text":"t"},"requestState":"s"}}`, false},
-	{"modern _meta", `{"jsonrpc":"2.0","id":37,"method":"tools/call","params":{"name":"echo","arguments":{"text":"t"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-06-18"}}}`, false},
-	{"modern _meta 2026", `{"jsonrpc":"2.0","id":38,"method":"tools/call","params":{"name":"echo","arguments":{"text":"t"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, false},
+	{"old version in _meta", `{"jsonrpc":"2.0","id":37,"method":"tools/call","params":{"name":"echo","arguments":{"text":"t"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-06-18"}}}`, true},
+	{"2026-07-28", `{"jsonrpc":"2.0","id":38,"method":"tools/call","params":{"name":"echo","arguments":{"text":"t"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, true},
+	{"2026-07-28 tool_call", `{"jsonrpc":"2.0","id":"m2","method":"tools/call","params":{"name":"tool_call","arguments":{"tool_name":"up::echo","tool_args":{"text":"m"}},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}},"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"io.modelcontextprotocol/logLevel":"debug","progressToken":1}}}`, true},
+	{"2026-07-28 unknown tool", `{"jsonrpc":"2.0","id":"m3","method":"tools/call","params":{"name":"nope","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, true},
+	{"2026-07-28 tool error", `{"jsonrpc":"2.0","id":"m4","method":"tools/call","params":{"name":"tool_call","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, true},
+	{"2026-07-28 without capabilities", `{"jsonrpc":"2.0","id":"m5","method":"tools/call","params":{"name":"echo","arguments":{"text":"t"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, false},
+	{"unknown later version", `{"jsonrpc":"2.0","id":"m6","method":"tools/call","params":{"name":"echo","arguments":{"text":"t"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{}}}}`, false},
+	{"capabilities not an object", `{"jsonrpc":"2.0","id":"m7","method":"tools/call","params":{"name":"echo","arguments":{"text":"t"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":5}}}`, false},
 	{"duplicate name", `{"jsonrpc":"2.0","id":39,"method":"tools/call","params":{"name":"nope","name":"echo","arguments":{"text":"d"}}}`, false},
 	{"upper-case key", `{"jsonrpc":"2.0","id":40,"method":"tools/call","params":{"Name":"echo","arguments":{"text":"u"}}}`, false},
 	{"extra member", `{"jsonrpc":"2.0","id":41,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}},"extra":1}`, false},

@@ -149,6 +149,7 @@ type Gateway struct {
 	toolFilters     []server.ToolFilterFunc
 	toolMiddlewares []server.ToolHandlerMiddleware
 	fast            bool
+	fastServed      atomic.Int64 // tools/call answered by the fast path
 }
 
 // New builds a gateway for cfg. Call Connect to reach the upstreams.
@@ -261,7 +262,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	for _, m := range g.toolMiddlewares {
 		srvOpts = append(srvOpts, server.WithToolHandlerMiddleware(m))
 	}
-	g.srv = server.NewMCPServer("toolbridge", Version, append(srvOpts,
+	g.srv = server.NewMCPServer(serverName, Version, append(srvOpts,
 		server.WithPromptFilter(g.filterPrompts),
 		// tools/list_changed is sent by the gateway itself, to each
 		// session whose view changed (see toolsChanged); initialize still
@@ -303,6 +304,9 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g.catalog.Store(empty)
 	return g, nil
 }
+
+// serverName is the gateway's name as an MCP server.
+const serverName = "toolbridge"
 
 // instructions are the server instructions hosts load at start (Claude
 // Code, for one): they teach the model bridge mode, which it meets only
