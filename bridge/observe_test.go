@@ -39,6 +39,27 @@ func metaRecorder(got *sync.Map) *server.MCPServer {
 
 func startTraced(t *testing.T, cfg *config.Config, upstreams map[string]*server.MCPServer) (*tracetest.InMemoryExporter, *client.Client) {
 	t.Helper()
+	exp, g := startTracedGateway(t, cfg, upstreams)
+	c, err := client.NewInProcessClient(g.MCPServer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	if _, err := c.Initialize(context.Background(), init); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return exp, c
+}
+
+// startTracedGateway is startTraced's gateway, for a test that picks its
+// transport.
+func startTracedGateway(t *testing.T, cfg *config.Config, upstreams map[string]*server.MCPServer) (*tracetest.InMemoryExporter, *Gateway) {
+	t.Helper()
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
@@ -55,20 +76,7 @@ func startTraced(t *testing.T, cfg *config.Config, upstreams map[string]*server.
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = g.Close() })
-	c, err := client.NewInProcessClient(g.MCPServer())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-	if _, err := c.Initialize(context.Background(), init); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return exp, c
+	return exp, g
 }
 
 func attr(s tracetest.SpanStub, key string) string {
@@ -95,10 +103,27 @@ func spanNamed(t *testing.T, spans tracetest.SpanStubs, name string) tracetest.S
 	return tracetest.SpanStub{}
 }
 
+// TestToolCallSpansNameTheRealTool runs in process (mcp-go's
+// dispatcher) and over stdio, where the call takes the tools/call fast
+// path (fastpath.go).
 func TestToolCallSpansNameTheRealTool(t *testing.T) {
-	var got sync.Map
-	cfg := bridgeConfig()
-	exp, c := startTraced(t, cfg, map[string]*server.MCPServer{"rec": metaRecorder(&got)})
+	t.Run("in-process", func(t *testing.T) {
+		var got sync.Map
+		exp, c := startTraced(t, bridgeConfig(), map[string]*server.MCPServer{"rec": metaRecorder(&got)})
+		checkToolCallSpans(t, exp, c, &got)
+	})
+	t.Run("stdio fast path", func(t *testing.T) {
+		var got sync.Map
+		exp, g := startTracedGateway(t, bridgeConfig(), map[string]*server.MCPServer{"rec": metaRecorder(&got)})
+		checkToolCallSpans(t, exp, stdioPipeClient(t, g), &got)
+		if g.fastServed.Load() == 0 {
+			t.Error("the call did not take the fast path")
+		}
+	})
+}
+
+func checkToolCallSpans(t *testing.T, exp *tracetest.InMemoryExporter, c *client.Client, got *sync.Map) {
+	t.Helper()
 
 	// The client's own trace context arrives in params._meta.
 	parent := "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
