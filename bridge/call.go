@@ -3,6 +3,10 @@ package bridge
 // The tools/call pipeline, in the order a call takes it; this file reads
 // top to bottom along one call:
 //
+//  0. over stdio, a tools/call reaches step 1 through the fast path in
+//     front of mcp-go's dispatcher (fastpath.go: why it exists, and when
+//     it hands the call to mcp-go instead), which runs the same hooks,
+//     filters and middlewares in the same order;
 //  1. the handler: directHandler for a tool listed by its own name,
 //     handleCall for tool_call (and routeDeferred, which turns a direct
 //     call of a deferred tool into a tool_call first);
