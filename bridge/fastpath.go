@@ -130,7 +130,8 @@ func recoverToolPanic(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 
 // fastCall is a tools/call request read by fastCallOf.
 type fastCall struct {
-	id   any // as encoding/json decodes it into an any: string or float64
+	id    any             // as encoding/json decodes it into an any: string or float64
+	rawID json.RawMessage // as the client wrote it
 	name string
 	args json.RawMessage // nil when absent
 	meta *mcp.Meta
@@ -176,6 +177,7 @@ func fastCallOf(msg []byte) (c fastCall, ok bool) {
 			if json.Unmarshal(value, &c.id) != nil {
 				return false
 			}
+			c.rawID = append(json.RawMessage(nil), value...)
 		case "method":
 			bit = seenMethod
 			if string(value) != `"tools/call"` {
@@ -582,7 +584,7 @@ func trimJSONSpace(line []byte) []byte {
 // (see contextFunc).
 type stdioFront struct {
 	g      *Gateway
-	out    io.Writer
+	out    *lockedWriter
 	logger *log.Logger
 	// base is the context mcp-go serves requests in, and end cancels the
 	// fast calls, as mcp-go cancels its own when its input ends.
@@ -596,7 +598,7 @@ type stdioFront struct {
 	calls    sync.WaitGroup
 }
 
-func newStdioFront(g *Gateway, out io.Writer, logger *log.Logger) *stdioFront {
+func newStdioFront(g *Gateway, out *lockedWriter, logger *log.Logger) *stdioFront {
 	return &stdioFront{g: g, out: out, logger: logger, inflight: map[string]context.CancelFunc{}}
 }
 
@@ -679,7 +681,7 @@ func (f *stdioFront) serve(line []byte) bool {
 			f.mu.Unlock()
 			cancel()
 		}()
-		f.write(f.answer(ctx, c))
+		f.write(f.answer(ctx, c), c.rawID)
 	}()
 	return true
 }
@@ -708,11 +710,12 @@ func (f *stdioFront) answer(ctx context.Context, c fastCall) (resp mcp.JSONRPCMe
 	return f.g.serveFastCall(ctx, c)
 }
 
-// write writes resp as one line, as mcp-go's stdio server does.
-func (f *stdioFront) write(resp mcp.JSONRPCMessage) {
+// write writes resp, the answer to the request with id rawID, as one
+// line, as mcp-go's stdio server does.
+func (f *stdioFront) write(resp mcp.JSONRPCMessage, rawID json.RawMessage) {
 	b, err := json.Marshal(resp)
 	if err == nil {
-		_, err = f.out.Write(append(b, '\n'))
+		_, err = f.out.writeAnswer(append(b, '\n'), rawID)
 	}
 	if err != nil {
 		f.logger.Printf("Error writing tool response: %v", err)

@@ -33,3 +33,19 @@ func TestStdioTakesTheFastPath(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkToolCallServedOverStdio is a tools/call through ServeStdio,
+// over OS pipes, with an in-process upstream: the downstream stdio path
+// (the fast path's line loop and answer), the gateway's pipeline and the
+// client's own work, without a second process. It reports allocations
+// and this process's CPU time per call (client, gateway and upstream).
+//
+//	go test ./bridge -run '^$' -bench ToolCallServedOverStdio -count 6 -benchmem
+func BenchmarkToolCallServedOverStdio(b *testing.B) {
+	for _, mode := range []config.Mode{config.ModeOff, config.ModeOn} {
+		b.Run("mode="+string(mode), func(b *testing.B) {
+			g := newTestGateway(b, mode, []upstream.Spec{{Name: "up", InProcess: echoServer("up")}})
+			runCalls(b, stdioPipeClient(b, g), echoCall("echo", mode == config.ModeOn))
+		})
+	}
+}

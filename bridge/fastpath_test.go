@@ -271,3 +271,20 @@ func FuzzFastPathMatchesMCPGo(f *testing.F) {
 		}
 	})
 }
+
+// FuzzIDKey holds idKey's shortcuts to the decoder's reading of an id.
+func FuzzIDKey(f *testing.F) {
+	for _, seed := range []string{`1`, `-0`, `1.0`, `1e400`, `12345678901234567890`, `"a"`, `"a\"b"`, `"é"`, `null`, `{}`, ` 1`} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		if !json.Valid([]byte(raw)) {
+			return
+		}
+		k1, ok1 := idKey(json.RawMessage(raw))
+		k2, ok2 := decodedIDKey(json.RawMessage(raw))
+		if k1 != k2 || ok1 != ok2 {
+			t.Errorf("idKey(%s) = %q %v, the decoder's %q %v", raw, k1, ok1, k2, ok2)
+		}
+	})
+}

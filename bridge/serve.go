@@ -46,7 +46,7 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, e
 		})
 	}
 	calls := newPendingCalls()
-	w.sent = calls.answered
+	w.sent, w.answered = calls.answered, calls.answeredID
 	refusing := newRefusingLines(in, func(answer []byte) { _, _ = w.Write(answer) })
 	refusing.read = calls.read
 	// mcp-go's Listen cancels every request in flight the moment it reads
@@ -56,7 +56,7 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, e
 	defer held.release()
 	// The tools/call fast path (fastpath.go) reads every line first and
 	// hands mcp-go the lines it does not answer itself.
-	front := newStdioFront(g, out, logger)
+	front := newStdioFront(g, w, logger)
 	s.SetContextFunc(front.contextFunc)
 	toListen, fromFront := io.Pipe()
 	go front.run(held, fromFront)

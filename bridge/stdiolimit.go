@@ -25,8 +25,10 @@ import (
 type lockedWriter struct {
 	mu sync.Mutex
 	w  io.Writer
-	// sent, if set, sees every message once it is written.
-	sent func(msg []byte)
+	// sent, if set, sees every message once it is written; answered, if
+	// set, every answer written by writeAnswer (which sent does not see).
+	sent     func(msg []byte)
+	answered func(id json.RawMessage)
 }
 
 func (l *lockedWriter) Write(p []byte) (int, error) {
@@ -36,6 +38,20 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	if l.sent != nil {
 		l.sent(p)
 	}
+	return n, err
+}
+
+// writeAnswer writes p, the answer to the request with id id, as Write
+// does; answered gets the id as it is, where sent would read it back from
+// the message.
+func (l *lockedWriter) writeAnswer(p []byte, id json.RawMessage) (int, error) {
+	if l.answered == nil {
+		return l.Write(p)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n, err := l.w.Write(p)
+	l.answered(id)
 	return n, err
 }
 
@@ -164,6 +180,13 @@ func (c *pendingCalls) answered(msg []byte) {
 	if !response {
 		return
 	}
+	c.answeredID(raw)
+}
+
+// answeredID notes the answer to the request with id raw written to the
+// client, for a writer that knows the id (the tools/call fast path)
+// without reading it back from the message.
+func (c *pendingCalls) answeredID(raw json.RawMessage) {
 	key, ok := idKey(raw)
 	if !ok {
 		return
@@ -186,6 +209,21 @@ func (c *pendingCalls) answered(msg []byte) {
 // idKey is a JSON-RPC id in one form whatever its spelling: strings
 // quoted, numbers as Go formats them.
 func idKey(raw json.RawMessage) (string, bool) {
+	// The common ids without a decoder: a string of printable ASCII
+	// without escapes, and a number (json.Number's Float64 is ParseFloat).
+	if len(raw) > 0 && (raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9') && json.Valid(raw) {
+		if f, err := strconv.ParseFloat(string(raw), 64); err == nil {
+			return strconv.FormatFloat(f, 'g', -1, 64), true
+		}
+	}
+	if s, ok := plainString(raw); ok {
+		return strconv.Quote(s), true
+	}
+	return decodedIDKey(raw)
+}
+
+// decodedIDKey is idKey through a decoder, for any id.
+func decodedIDKey(raw json.RawMessage) (string, bool) {
 	d := json.NewDecoder(bytes.NewReader(raw))
 	d.UseNumber()
 	var id any
