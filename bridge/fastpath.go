@@ -132,9 +132,9 @@ func recoverToolPanic(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 type fastCall struct {
 	id    any             // as encoding/json decodes it into an any: string or float64
 	rawID json.RawMessage // as the client wrote it
-	name string
-	args json.RawMessage // nil when absent
-	meta *mcp.Meta
+	name  string
+	args  json.RawMessage // nil when absent
+	meta  *mcp.Meta
 	// info is what mcp-go's extractRequestProtocolInfo makes of _meta:
 	// the protocol era and, for 2026-07-28, the client's identity,
 	// capabilities and log level.
