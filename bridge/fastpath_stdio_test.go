@@ -1,9 +1,12 @@
 package bridge
 
 import (
+	"bufio"
 	"context"
+	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -47,5 +50,76 @@ func BenchmarkToolCallServedOverStdio(b *testing.B) {
 			g := newTestGateway(b, mode, []upstream.Spec{{Name: "up", InProcess: echoServer("up")}})
 			runCalls(b, stdioPipeClient(b, g), echoCall("echo", mode == config.ModeOn))
 		})
+	}
+}
+
+// TestStdioCancelledFastCall: notifications/cancelled for a tools/call
+// the fast path serves cancels it, as mcp-go cancels its own: the call
+// (which would wait an hour) is answered at once, and the session goes on.
+func TestStdioCancelledFastCall(t *testing.T) {
+	cfg := config.Default()
+	cfg.Mode = config.ModeOff
+	cfg.StateDir = t.TempDir()
+	cfg.Timeouts.Call = time.Hour
+	g, err := New(&cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = g.Close() })
+	if err := g.Connect(context.Background(), []upstream.Spec{{Name: "up", InProcess: echoServer("up")}}); err != nil {
+		t.Fatal(err)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	served := make(chan error, 1)
+	go func() { served <- g.ServeStdio(context.Background(), inR, outW, nil); _ = outW.Close() }()
+	lines := make(chan string, 16)
+	go func() {
+		s := bufio.NewScanner(outR)
+		for s.Scan() {
+			lines <- s.Text()
+		}
+		close(lines)
+	}()
+	send := func(msg string) {
+		if _, err := io.WriteString(inW, msg+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next := func(what string) string {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("stdout ended before %s", what)
+			}
+			return l
+		case <-time.After(time.Minute): // the call itself waits an hour
+			t.Fatalf("no %s within a minute", what)
+		}
+		return ""
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	next("initialize answer")
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"slow"}}`)
+	for deadline := time.Now().Add(time.Minute); g.calls.Running() == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the slow call never started")
+		}
+	}
+	if n := g.fastServed.Load(); n != 1 {
+		t.Fatalf("fast path answered %d calls, want 1", n)
+	}
+	send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5,"reason":"user"}}`)
+	if got := next("answer to the cancelled call"); !strings.Contains(got, `"id":5`) {
+		t.Fatalf("got %s, want the answer to id 5", got)
+	}
+	send(`{"jsonrpc":"2.0","id":6,"method":"ping"}`)
+	if got := next("ping answer"); !strings.Contains(got, `"id":6`) {
+		t.Fatalf("got %s, want the ping's answer", got)
+	}
+	_ = inW.Close()
+	if err := <-served; err != nil {
+		t.Fatalf("ServeStdio: %v", err)
 	}
 }
