@@ -40,6 +40,10 @@ package bridge
 // client's info and capabilities, and the result gets its resultType and
 // the server's identity.
 //
+// One difference it cannot remove: server.ServerFromContext is nil in a
+// fast call's context (mcp-go's key is private). Nothing in the gateway
+// reads it; a handler that needs the server uses g.srv.
+//
 // TestFastPathMatchesMCPGo and FuzzFastPathMatchesMCPGo hold the fast
 // path's answers to mcp-go's, byte for byte; TestFastPathFits fails when
 // an mcp-go upgrade changes the fields fastPathFits reads.
