@@ -717,9 +717,9 @@ func (f *stdioFront) answer(ctx context.Context, c fastCall) (resp mcp.JSONRPCMe
 // write writes resp, the answer to the request with id rawID, as one
 // line, as mcp-go's stdio server does.
 func (f *stdioFront) write(resp mcp.JSONRPCMessage, rawID json.RawMessage) {
-	b, err := json.Marshal(resp)
+	b, err := encodeAnswer(resp)
 	if err == nil {
-		_, err = f.out.writeAnswer(append(b, '\n'), rawID)
+		_, err = f.out.writeAnswer(b, rawID)
 	}
 	if err != nil {
 		f.logger.Printf("Error writing tool response: %v", err)
@@ -748,4 +748,104 @@ func (f *stdioFront) cancelled(msg []byte) {
 	if cancel != nil {
 		cancel()
 	}
+}
+
+// encodeAnswer is json.Marshal(resp) plus the newline that ends a stdio
+// message. The answer of nearly every call (text blocks, maybe
+// structured content already in raw bytes, no _meta) is written here
+// directly: mcp-go's CallToolResult.MarshalJSON builds a map of it and
+// encodes that by reflection, about 25 allocations a call. Anything else
+// goes through json.Marshal. FuzzEncodeAnswer holds the two to the same
+// bytes.
+func encodeAnswer(resp mcp.JSONRPCMessage) ([]byte, error) {
+	if r, ok := resp.(mcp.JSONRPCResponse); ok {
+		if res, ok := r.Result.(*mcp.CallToolResult); ok && plainResult(res) {
+			return appendPlainAnswer(r.ID, res)
+		}
+	}
+	b, err := json.Marshal(resp)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// plainResult reports whether res is one appendPlainAnswer writes as
+// mcp-go would: text blocks without annotations or _meta, structured
+// content as raw bytes or none, and no _meta, resultType or input
+// requests.
+func plainResult(res *mcp.CallToolResult) bool {
+	if res.Meta != nil || res.ResultType != "" || len(res.InputRequests) > 0 || res.RequestState != "" {
+		return false
+	}
+	if len(res.RawStructuredContent) == 0 && res.StructuredContent != nil {
+		return false
+	}
+	for _, c := range res.Content {
+		t, ok := c.(mcp.TextContent)
+		if !ok || t.Annotations != nil || t.Meta != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// appendPlainAnswer writes the answer with id and res, a plainResult, as
+// json.Marshal writes it: the map CallToolResult.MarshalJSON builds has
+// its keys in sorted order (content, isError, structuredContent), and
+// strings and raw JSON are escaped as encoding/json escapes them.
+func appendPlainAnswer(id mcp.RequestId, res *mcp.CallToolResult) ([]byte, error) {
+	rawID, err := json.Marshal(id)
+	if err != nil {
+		return nil, err
+	}
+	var structured []byte
+	if len(res.RawStructuredContent) > 0 {
+		if structured, err = json.Marshal(res.RawStructuredContent); err != nil {
+			return nil, err
+		}
+	}
+	size := 64 + len(rawID) + len(structured)
+	for _, c := range res.Content {
+		size += 32 + len(c.(mcp.TextContent).Type) + len(c.(mcp.TextContent).Text)*11/10
+	}
+	buf := make([]byte, 0, size)
+	buf = append(buf, `{"jsonrpc":"2.0","id":`...)
+	buf = append(buf, rawID...)
+	buf = append(buf, `,"result":{"content":[`...)
+	for i, c := range res.Content {
+		t := c.(mcp.TextContent)
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, `{"type":`...)
+		buf = appendMarshalledString(buf, t.Type)
+		buf = append(buf, `,"text":`...)
+		buf = appendMarshalledString(buf, t.Text)
+		buf = append(buf, '}')
+	}
+	buf = append(buf, ']')
+	if res.IsError {
+		buf = append(buf, `,"isError":true`...)
+	}
+	if structured != nil {
+		buf = append(buf, `,"structuredContent":`...)
+		buf = append(buf, structured...)
+	}
+	return append(buf, "}}\n"...), nil
+}
+
+// appendMarshalledString appends s as json.Marshal writes a string: as is
+// when it is printable ASCII that needs no escape (HTML characters are
+// escaped), else through json.Marshal.
+func appendMarshalledString(buf []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always encodes
+			return append(buf, q...)
+		}
+	}
+	buf = append(buf, '"')
+	buf = append(buf, s...)
+	return append(buf, '"')
 }

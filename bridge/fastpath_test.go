@@ -288,3 +288,41 @@ func FuzzIDKey(f *testing.F) {
 		}
 	})
 }
+
+// FuzzEncodeAnswer holds encodeAnswer to json.Marshal (and its newline)
+// for answers of text blocks, isError and structured content, the ones
+// it writes itself, and for ids of every kind.
+func FuzzEncodeAnswer(f *testing.F) {
+	f.Add(`1`, "hello", "", false, `{"a":1}`)
+	f.Add(`"x<y>"`, "a&b <c> \u2028 \xff \x01 \"q\" \\", "second", true, ` { "s" : "<&>" , "n" : [1, 2.50, -0] } `)
+	f.Add(`12345678901234567890`, "", "", false, ``)
+	f.Add(`-1.5e3`, "é😀", "x", true, `"not an object"`)
+	f.Fuzz(func(t *testing.T, id, text1, text2 string, isError bool, structured string) {
+		var idv any
+		if json.Unmarshal([]byte(id), &idv) != nil {
+			return
+		}
+		res := &mcp.CallToolResult{IsError: isError, Content: []mcp.Content{mcp.TextContent{Type: "text", Text: text1}}}
+		switch {
+		case text1 == "" && text2 == "":
+			res.Content = nil // mcp-go writes "content":[]
+		case text2 != "":
+			res.Content = append(res.Content, mcp.TextContent{Type: "text", Text: text2})
+		}
+		if structured != "" {
+			if !json.Valid([]byte(structured)) {
+				return // never decoded from an upstream's answer
+			}
+			res.RawStructuredContent = json.RawMessage(structured)
+		}
+		resp := mcp.NewJSONRPCResultResponse(mcp.NewRequestId(idv), any(res))
+		want, err := json.Marshal(resp)
+		if err != nil {
+			t.Skip()
+		}
+		got, err := encodeAnswer(resp)
+		if err != nil || string(got) != string(want)+"\n" {
+			t.Errorf("encodeAnswer: %q %v\njson.Marshal: %q", got, err, want)
+		}
+	})
+}
