@@ -772,10 +772,9 @@ func encodeAnswer(resp mcp.JSONRPCMessage) ([]byte, error) {
 
 // plainResult reports whether res is one appendPlainAnswer writes as
 // mcp-go would: text blocks without annotations or _meta, structured
-// content as raw bytes or none, and no _meta, resultType or input
-// requests.
+// content as raw bytes or none, and no input requests.
 func plainResult(res *mcp.CallToolResult) bool {
-	if res.Meta != nil || res.ResultType != "" || len(res.InputRequests) > 0 || res.RequestState != "" {
+	if len(res.InputRequests) > 0 || res.RequestState != "" {
 		return false
 	}
 	if len(res.RawStructuredContent) == 0 && res.StructuredContent != nil {
@@ -792,12 +791,20 @@ func plainResult(res *mcp.CallToolResult) bool {
 
 // appendPlainAnswer writes the answer with id and res, a plainResult, as
 // json.Marshal writes it: the map CallToolResult.MarshalJSON builds has
-// its keys in sorted order (content, isError, structuredContent), and
-// strings and raw JSON are escaped as encoding/json escapes them.
+// its keys in sorted order (_meta, content, isError, resultType,
+// structuredContent), and strings and raw JSON are escaped as
+// encoding/json escapes them. A 2026-07-28 answer's _meta (the server's
+// identity) is still encoded by json.Marshal.
 func appendPlainAnswer(id mcp.RequestId, res *mcp.CallToolResult) ([]byte, error) {
 	rawID, err := json.Marshal(id)
 	if err != nil {
 		return nil, err
+	}
+	var meta []byte
+	if res.Meta != nil {
+		if meta, err = json.Marshal(res.Meta); err != nil {
+			return nil, err
+		}
 	}
 	var structured []byte
 	if len(res.RawStructuredContent) > 0 {
@@ -805,14 +812,20 @@ func appendPlainAnswer(id mcp.RequestId, res *mcp.CallToolResult) ([]byte, error
 			return nil, err
 		}
 	}
-	size := 64 + len(rawID) + len(structured)
+	size := 96 + len(rawID) + len(meta) + len(structured)
 	for _, c := range res.Content {
 		size += 32 + len(c.(mcp.TextContent).Type) + len(c.(mcp.TextContent).Text)*11/10
 	}
 	buf := make([]byte, 0, size)
 	buf = append(buf, `{"jsonrpc":"2.0","id":`...)
 	buf = append(buf, rawID...)
-	buf = append(buf, `,"result":{"content":[`...)
+	buf = append(buf, `,"result":{`...)
+	if meta != nil {
+		buf = append(buf, `"_meta":`...)
+		buf = append(buf, meta...)
+		buf = append(buf, ',')
+	}
+	buf = append(buf, `"content":[`...)
 	for i, c := range res.Content {
 		t := c.(mcp.TextContent)
 		if i > 0 {
@@ -827,6 +840,10 @@ func appendPlainAnswer(id mcp.RequestId, res *mcp.CallToolResult) ([]byte, error
 	buf = append(buf, ']')
 	if res.IsError {
 		buf = append(buf, `,"isError":true`...)
+	}
+	if res.ResultType != "" {
+		buf = append(buf, `,"resultType":`...)
+		buf = appendMarshalledString(buf, string(res.ResultType))
 	}
 	if structured != nil {
 		buf = append(buf, `,"structuredContent":`...)

@@ -298,6 +298,16 @@ func FuzzEncodeAnswer(f *testing.F) {
 	f.Add(`12345678901234567890`, "", "", false, ``)
 	f.Add(`-1.5e3`, "é😀", "x", true, `"not an object"`)
 	f.Fuzz(func(t *testing.T, id, text1, text2 string, isError bool, structured string) {
+		for _, modern := range []bool{false, true} {
+			encodeAnswerCase(t, id, text1, text2, isError, structured, modern)
+		}
+	})
+}
+
+// encodeAnswerCase is one case of FuzzEncodeAnswer; modern adds what a
+// 2026-07-28 answer has: resultType and the server's identity in _meta.
+func encodeAnswerCase(t *testing.T, id, text1, text2 string, isError bool, structured string, modern bool) {
+	{
 		var idv any
 		if json.Unmarshal([]byte(id), &idv) != nil {
 			return
@@ -315,6 +325,10 @@ func FuzzEncodeAnswer(f *testing.F) {
 			}
 			res.RawStructuredContent = json.RawMessage(structured)
 		}
+		if modern {
+			res.ResultType = mcp.ResultTypeComplete
+			res.EnsureResultMeta().SetServerInfo(mcp.Implementation{Name: serverName, Version: text2})
+		}
 		resp := mcp.NewJSONRPCResultResponse(mcp.NewRequestId(idv), any(res))
 		want, err := json.Marshal(resp)
 		if err != nil {
@@ -324,5 +338,5 @@ func FuzzEncodeAnswer(f *testing.F) {
 		if err != nil || string(got) != string(want)+"\n" {
 			t.Errorf("encodeAnswer: %q %v\njson.Marshal: %q", got, err, want)
 		}
-	})
+	}
 }
