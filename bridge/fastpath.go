@@ -91,6 +91,11 @@ func fastPathFits(srv *server.MCPServer, filters, middlewares int) bool {
 			return false
 		}
 	}
+	// Server-initiated requests stay refused to a 2026-07-28 request, which
+	// the HTTP front's session (fastpath_http.go) relies on.
+	if f, ok := field("allowServerInitiatedRequests"); !ok || f.Bool() {
+		return false
+	}
 	if f, ok := field("taskTools"); !ok || f.Len() != 0 {
 		return false
 	}
@@ -304,14 +309,16 @@ func (g *Gateway) handleMessage(ctx context.Context, msg json.RawMessage) mcp.JS
 	if c, ok := fastCallOf(msg); ok && g.fastReady(ctx, c) {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		return g.serveFastCall(ctx, c)
+		return g.serveFastCall(ctx, c, nil)
 	}
 	return g.srv.HandleMessage(ctx, msg)
 }
 
 // serveFastCall answers c as HandleMessage's tools/call case does, hooks
 // included. ctx is the request's: its cancellation is the caller's.
-func (g *Gateway) serveFastCall(ctx context.Context, c fastCall) mcp.JSONRPCMessage {
+// header is the HTTP request's headers, which the handler gets on
+// request.Header as mcp-go gives them; nil (stdio) stands for none.
+func (g *Gateway) serveFastCall(ctx context.Context, c fastCall, header http.Header) mcp.JSONRPCMessage {
 	g.fastServed.Add(1)
 	ctx = server.WithRequestProtocolInfo(ctx, c.info)
 	if c.info.Modern {
@@ -328,7 +335,10 @@ func (g *Gateway) serveFastCall(ctx context.Context, c fastCall) mcp.JSONRPCMess
 			s.Initialize()
 		}
 	}
-	req := mcp.CallToolRequest{Header: http.Header{}}
+	if header == nil {
+		header = http.Header{}
+	}
+	req := mcp.CallToolRequest{Header: header}
 	req.Method = string(mcp.MethodToolsCall)
 	req.Params.Name = c.name
 	req.Params.RawArguments = c.args
@@ -711,7 +721,7 @@ func (f *stdioFront) answer(ctx context.Context, c fastCall) (resp mcp.JSONRPCMe
 				Error: mcp.NewJSONRPCErrorDetails(mcp.INTERNAL_ERROR, fmt.Sprintf("internal panic: %v", r), nil)}
 		}
 	}()
-	return f.g.serveFastCall(ctx, c)
+	return f.g.serveFastCall(ctx, c, nil)
 }
 
 // write writes resp, the answer to the request with id rawID, as one

@@ -224,6 +224,7 @@ func (g *Gateway) httpHandler() (http.Handler, func(context.Context)) {
 	g.transport.Store(config.ServeHTTP)
 	serve := g.settings().cfg.Serve
 	var sessions sessionStore
+	var contextFunc func(context.Context, *http.Request) context.Context
 	opts := []server.StreamableHTTPOption{server.WithEndpointPath("/mcp"),
 		server.WithStreamableHTTPLogger(transportLogger(g.logger)),
 		// guardHTTP checks the Host header on every route, /mcp included,
@@ -234,7 +235,8 @@ func (g *Gateway) httpHandler() (http.Handler, func(context.Context)) {
 		server.WithDisableLocalhostProtection(true)}
 	if g.replicaSessions != nil {
 		sessions = g.replicaSessions
-		opts = append(opts, server.WithHTTPContextFunc(g.applySessionState))
+		contextFunc = g.applySessionState
+		opts = append(opts, server.WithHTTPContextFunc(contextFunc))
 	} else {
 		sessions = newSessionTable(serve.SessionIdleTimeout, serve.MaxSessions, nil)
 	}
@@ -245,7 +247,10 @@ func (g *Gateway) httpHandler() (http.Handler, func(context.Context)) {
 	}
 	mux := http.NewServeMux()
 	protect := g.protectResource(mux)
-	mux.Handle("/mcp", g.countRequests(protect(guardSessions(sessions, mcpHandler))))
+	// The tools/call fast path (fastpath_http.go) is the last step before
+	// mcp-go: every check above applies to what it answers.
+	fast := newHTTPFront(g, mcpHandler, contextFunc)
+	mux.Handle("/mcp", g.countRequests(protect(guardSessions(sessions, fast))))
 	// The status page, behind the same checks as /mcp (it names the
 	// upstreams and their tools: with serve.oauth it needs a token too).
 	page := protect(g.teamOnly(g.uiHandler()))
