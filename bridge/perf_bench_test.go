@@ -549,6 +549,9 @@ func BenchmarkHTTPThroughput(b *testing.B) {
 	}
 	b.ReportMetric(rate["gateway"]/rate["proxy"], "gateway/proxy")
 	b.ReportMetric(rate["gateway"]/rate["direct"], "gateway/direct")
+	// The share of the gateway's calls (warm-up included) that its
+	// tools/call fast path answered (fastpath_http.go).
+	b.ReportMetric(float64(g.fastServed.Load())/float64(b.N+sessions), "gateway-fast-share")
 }
 
 // throughputRound is how many calls one path makes before the next path's
