@@ -40,6 +40,29 @@ package bridge
 // client's info and capabilities, and the result gets its resultType and
 // the server's identity.
 //
+// Over streamable HTTP (fastpath_http.go), mcp-go's StreamableHTTPServer
+// adds its own cost to every call before HandleMessage's: it decodes the
+// body twice more, re-encodes the tool's input schema to look for
+// parameters bound to headers, and gives each 2026-07-28 request a
+// session of its own with four channels and a goroutine. That held the
+// gateway near 0.8 of a plain reverse proxy (BenchmarkHTTPThroughput).
+// The HTTP front sits last in httpHandler's chain, after the Host and
+// Origin checks, the request count, OAuth and the session guard, and
+// answers only a POST of one plain 2026-07-28 tools/call the stdio fast
+// path takes, with no progress token or log level in _meta (no upstream
+// notification can then reach the request's session; a handler's own
+// notification still upgrades the answer to an event stream, as in
+// mcp-go), whose Content-Type, Mcp-Protocol-Version, Mcp-Method and
+// Mcp-Name headers are the plain case of mcp-go's checks and whose tool
+// binds no parameter to a header. Everything else, every request of an
+// earlier protocol version among it, goes to mcp-go. The call's context
+// is mcp-go's: a session of the request's own (requestSession, with
+// mcp-go's session's methods), the supported versions, the HTTP context
+// func, the request's headers on request.Header; a 2026-07-28
+// notifications/cancelled cancels it by id, as mcp-go's map does.
+// TestHTTPFastPathMatchesMCPGo and FuzzHTTPFastPathMatchesMCPGo hold its
+// answers (status, headers, body) to mcp-go's.
+//
 // One difference it cannot remove: server.ServerFromContext is nil in a
 // fast call's context (mcp-go's key is private). Nothing in the gateway
 // reads it; a handler that needs the server uses g.srv.

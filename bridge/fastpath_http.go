@@ -251,26 +251,28 @@ func httpStatusOf(code int) int {
 	}
 }
 
-// cancelled hands a notifications/cancelled to mcp-go and, once mcp-go
-// has accepted it as a 2026-07-28 notification (202), cancels the fast
-// call it names, as mcp-go cancels a 2026-07-28 request of its own.
+// cancelled hands body, which names notifications/cancelled, to mcp-go
+// and, when it is such a notification and mcp-go has accepted it as a
+// 2026-07-28 one (202), cancels the fast call it names, as mcp-go cancels
+// a 2026-07-28 request of its own.
 func (f *httpFront) cancelled(w http.ResponseWriter, r *http.Request, body []byte) {
-	rec := &statusRecorder{ResponseWriter: w}
-	f.next.ServeHTTP(rec, r)
-	if rec.status != http.StatusAccepted || !isModern(r.Header, body) {
-		return
-	}
 	var n struct {
 		ID     any    `json:"id"`
 		Method string `json:"method"`
-		Params struct {
-			RequestID any `json:"requestId"`
-		} `json:"params"`
+		// mcp-go reads requestId from a map: by its exact name.
+		Params map[string]any `json:"params"`
 	}
-	if json.Unmarshal(body, &n) != nil || n.ID != nil || n.Method != string(mcp.MethodNotificationCancelled) || n.Params.RequestID == nil {
+	if json.Unmarshal(body, &n) != nil || n.ID != nil || n.Method != string(mcp.MethodNotificationCancelled) ||
+		n.Params["requestId"] == nil || !isModern(r.Header, body) {
+		f.next.ServeHTTP(w, r)
 		return
 	}
-	key := fmt.Sprintf("%v", n.Params.RequestID)
+	rec := &statusRecorder{ResponseWriter: w}
+	f.next.ServeHTTP(rec, r)
+	if rec.status != http.StatusAccepted {
+		return
+	}
+	key := fmt.Sprintf("%v", n.Params["requestId"])
 	f.mu.Lock()
 	cancel := f.inflight[key]
 	delete(f.inflight, key)
@@ -301,6 +303,13 @@ func (s *statusRecorder) Write(b []byte) (int, error) {
 }
 
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// Flush keeps the writer one that streams, for mcp-go.
+func (s *statusRecorder) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
 
 // requestSession is the session of one 2026-07-28 request on the fast
 // path: what mcp-go's throwaway streamableHttpSession is to the requests
