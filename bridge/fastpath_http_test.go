@@ -174,19 +174,32 @@ func TestHTTPFastPathMatchesMCPGo(t *testing.T) {
 					if !reflect.DeepEqual(slow.Header(), fast.Header()) {
 						t.Errorf("headers differ:\nmcp-go: %v\nfast:   %v", slow.Header(), fast.Header())
 					}
-					if !bytes.Equal(slow.Body.Bytes(), fast.Body.Bytes()) {
+					if !bytes.Equal(withoutNotifications(slow.Body.Bytes()), withoutNotifications(fast.Body.Bytes())) {
 						t.Errorf("bodies differ:\nmcp-go: %q\nfast:   %q", slow.Body, fast.Body)
 					}
 					if c.name == "echo" && group == "all" && !strings.Contains(fast.Body.String(), `up:hi`) {
 						t.Errorf("echo: %d %s, want the upstream's answer", fast.Code, fast.Body)
 					}
-					if c.name == "notifying tool" && mode == config.ModeOff && group == "all" && !strings.HasPrefix(fast.Body.String(), "event: message\ndata: ") {
-						t.Errorf("notifying tool: %q, want an event stream", fast.Body)
+					if c.name == "notifying tool" && mode == config.ModeOff && group == "all" &&
+						!strings.HasPrefix(fast.Body.String(), "event: message\ndata: "+notification) {
+						t.Errorf("notifying tool: %q, want an event stream with the notification", fast.Body)
 					}
 				})
 			}
 		}
 	}
+}
+
+// notification is the event data of the notification the test's
+// raw_schema sends.
+const notification = `{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"working","level":"info"}}`
+
+// withoutNotifications is body without the event of the test's
+// notification. mcp-go sometimes drops it: its forwarder goroutine can
+// take it off the session's channel just before the answer closes the
+// request, and then discards it; the fast path always writes it.
+func withoutNotifications(body []byte) []byte {
+	return bytes.ReplaceAll(body, []byte("event: message\ndata: "+notification+"\n\n"), nil)
 }
 
 // TestRequestSessionMatchesMCPGo: the fast path's session of a
@@ -304,7 +317,8 @@ func FuzzHTTPFastPathMatchesMCPGo(f *testing.F) {
 		}
 		slow, _ := fg.post(c, "all", false)
 		fast, _ := fg.post(c, "all", true)
-		if slow.Code != fast.Code || !reflect.DeepEqual(slow.Header(), fast.Header()) || !bytes.Equal(slow.Body.Bytes(), fast.Body.Bytes()) {
+		if slow.Code != fast.Code || !reflect.DeepEqual(slow.Header(), fast.Header()) ||
+			!bytes.Equal(withoutNotifications(slow.Body.Bytes()), withoutNotifications(fast.Body.Bytes())) {
 			t.Errorf("answers differ for %q %v:\nmcp-go: %d %v %q\nfast:   %d %v %q", body, c.headers,
 				slow.Code, slow.Header(), slow.Body, fast.Code, fast.Header(), fast.Body)
 		}
