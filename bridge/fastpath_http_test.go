@@ -180,6 +180,9 @@ func TestHTTPFastPathMatchesMCPGo(t *testing.T) {
 					if c.name == "echo" && group == "all" && !strings.Contains(fast.Body.String(), `up:hi`) {
 						t.Errorf("echo: %d %s, want the upstream's answer", fast.Code, fast.Body)
 					}
+					if c.name == "hidden tool" && mode == config.ModeOff && group == "dev" && !strings.Contains(fast.Body.String(), "tool 'raw_schema' not found") {
+						t.Errorf("hidden tool, for a caller whose access rule hides it: %d %s, want not found", fast.Code, fast.Body)
+					}
 					if c.name == "notifying tool" && mode == config.ModeOff && group == "all" &&
 						!strings.HasPrefix(fast.Body.String(), "event: message\ndata: "+notification) {
 						t.Errorf("notifying tool: %q, want an event stream with the notification", fast.Body)
