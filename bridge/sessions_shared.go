@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"math"
 	"net/http"
 	"slices"
 	"sync"
@@ -551,19 +552,33 @@ func isClientAnswer(body []byte) bool {
 }
 
 // misroutedAnswer is the response writer of a client's answer on a shared
-// session. mcp-go answers 404 when the request it answers is not pending
-// in this process; on a session the shared table has just found live,
-// that means the answer reached another replica than the one that asked,
-// and a 404 would tell the client its session is gone. It gets 409 with a
-// JSON-RPC error that says what to fix instead.
+// session. mcp-go refuses an answer to a request that is not pending in
+// this process: 404 when the session has no stream open here, 400 ("no
+// pending request") when it has one. On a session the shared table has
+// just found live, either means the answer reached another replica than
+// the one that asked, and which of the two the client met would depend on
+// whether this replica's last stream for it had closed yet; a 404 would
+// moreover tell the client its session is gone. Both get 409 with a
+// JSON-RPC error that says what to fix instead. (mcp-go's other 400s for
+// an answer are for an id that is not an integer, which keep theirs.)
 type misroutedAnswer struct {
 	http.ResponseWriter
 	id        any
 	swallowed bool
 }
 
+// notPending reports whether status is how mcp-go refuses an answer to a
+// request it has not got pending (see misroutedAnswer).
+func (m *misroutedAnswer) notPending(status int) bool {
+	if status == http.StatusNotFound {
+		return true
+	}
+	n, isNumber := m.id.(float64)
+	return status == http.StatusBadRequest && isNumber && n == math.Trunc(n)
+}
+
 func (m *misroutedAnswer) WriteHeader(status int) {
-	if status != http.StatusNotFound {
+	if !m.notPending(status) {
 		m.ResponseWriter.WriteHeader(status)
 		return
 	}

@@ -320,6 +320,14 @@ func testSessionClientStateAcrossReplicas(t *testing.T, redis *statetest.Server)
 	if got := (rawHTTP{session: sid, auth: alice, body: stray}).do(t, b); got.status != http.StatusConflict || !strings.Contains(got.body, "Mcp-Session-Id") {
 		t.Errorf("an answer B did not ask for: %d %s; want 409 naming the stickiness", got.status, got.body)
 	}
+	// The same while the session has a stream open on B: mcp-go then
+	// answers 400 ("no pending request"), not 404, and which one a stray
+	// answer met depended on whether B's last stream had closed yet.
+	stream := openStream(ctx, t, b, sid, alice)
+	if got := (rawHTTP{session: sid, auth: alice, body: stray}).do(t, b); got.status != http.StatusConflict || !strings.Contains(got.body, "Mcp-Session-Id") {
+		t.Errorf("an answer B did not ask for, with a stream open on B: %d %s; want 409 naming the stickiness", got.status, got.body)
+	}
+	_ = stream.Body.Close()
 	if got := (rawHTTP{session: sid, auth: alice, body: listBody}).do(t, b); got.status != http.StatusOK {
 		t.Errorf("the session after a stray answer: %d", got.status)
 	}
