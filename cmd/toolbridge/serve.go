@@ -198,7 +198,9 @@ func serve(ctx context.Context, cfg *config.Config, specs []upstream.Spec, logge
 	if ln != nil {
 		return g.ServeHTTP(ctx, ln)
 	}
-	return g.ServeStdio(ctx, io.in, io.out, io.err)
+	in, restore := pollableStdin(io.in)
+	defer restore()
+	return g.ServeStdio(ctx, in, io.out, io.err)
 }
 
 func where(cfg *config.Config, ln net.Listener) string {
