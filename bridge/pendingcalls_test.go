@@ -3,7 +3,10 @@ package bridge
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 func TestLeadingResponseID(t *testing.T) {
@@ -98,4 +101,52 @@ func FuzzLeadingResponseID(f *testing.F) {
 		}
 		_, _ = idKey(id)
 	})
+}
+
+// pendingCallReference is how pendingCalls.read told a tool call before
+// it reused the guard's parse: a decode of the line of its own.
+func pendingCallReference(line []byte) (json.RawMessage, bool) {
+	if !bytes.Contains(line, []byte(`"tools/call"`)) {
+		return nil, false
+	}
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if json.Unmarshal(line, &m) != nil || m.Method != string(mcp.MethodToolsCall) {
+		return nil, false
+	}
+	return m.ID, true
+}
+
+// TestPendingCallsReadAsDecoded: the guard's parse tells a tool call and
+// its id exactly as pendingCalls' own decode did, odd spellings included.
+func TestPendingCallsReadAsDecoded(t *testing.T) {
+	for _, line := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}}`,
+		`{"jsonrpc":"2.0","id":"x","method":"tools/list","params":{"name":"tools/call"}}`,
+		`{"jsonrpc":"2.0","id":1,"Method":"tools/call"}`,
+		`{"jsonrpc":"2.0","id":1,"METHOD":"tools/call","id":2}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/list","method":"tools/call"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","method":null}`,
+		`{"jsonrpc":"2.0","id":1,"method":5,"method":"tools/call"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","method":{}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools\/call","params":{"arguments":{"m":"tools/call"}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools\/call"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call"`,
+		`{"jsonrpc":"2.0","id":{"a":1},"method":"tools/call"}`,
+		`{"jsonrpc":"2.0","method":"tools/call"}`,
+		`"tools/call"`,
+		`null`,
+		`[{"jsonrpc":"2.0","id":1,"method":"tools/call"}]`,
+		``,
+	} {
+		wantID, want := pendingCallReference([]byte(line))
+		msg := parseMessage([]byte(line))
+		got := msg.isToolsCall() && bytes.Contains([]byte(line), []byte(`"tools/call"`))
+		if got != want || (want && string(msg.id) != string(wantID)) {
+			t.Errorf("%s: tool call %v id %s, want %v id %s", line, got, msg.id, want, wantID)
+		}
+	}
 }

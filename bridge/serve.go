@@ -48,7 +48,7 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, e
 	calls := newPendingCalls()
 	w.sent, w.answered = calls.answered, calls.answeredID
 	refusing := newRefusingLines(in, func(answer []byte) { _, _ = w.Write(answer) })
-	refusing.read = calls.read
+	refusing.read = calls.readParsed
 	// mcp-go's Listen cancels every request in flight the moment it reads
 	// the end of its input, so the end is held back (see heldEOF) until
 	// the calls read before it have had their grace.

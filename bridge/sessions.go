@@ -461,9 +461,10 @@ func readMessage(w http.ResponseWriter, r *http.Request) (body []byte, msg envel
 func refusedMessage(body []byte) string { return parseMessage(body).refused() }
 
 // envelope is what the transports' guards need of a message: whether it is
-// a batch, its id and whether it is initialize. parseMessage reads them in
-// one pass of the JSON decoder, where the guard used to take one pass for
-// each question.
+// a batch, its id and whether it is initialize or tools/call.
+// parseMessage reads them in one pass of the JSON decoder, where the guard
+// used to take one pass for each question (and the stdio count of pending
+// calls another).
 type envelope struct {
 	batch bool
 	// id is the raw id, when the message is a JSON object.
@@ -488,10 +489,11 @@ func parseMessage(body []byte) envelope {
 	return envelope{id: env.ID, method: env.Method}
 }
 
-// methodName is what the guard needs of a message's method, read without
-// copying it: whether it is initialize, and whether any value given for
-// it was not a string (which a decode into a string refuses).
-type methodName struct{ initialize, notString bool }
+// methodName is what the guards need of a message's method, read without
+// copying it: whether it is initialize or tools/call, and whether any
+// value given for it was not a string (which a decode into a string
+// refuses).
+type methodName struct{ initialize, toolsCall, notString bool }
 
 // UnmarshalJSON implements json.Unmarshaler. It is called for each
 // "method" key, in order, as a decode into a string would be.
@@ -500,13 +502,14 @@ func (m *methodName) UnmarshalJSON(b []byte) error {
 	case string(b) == "null":
 		// A string is left as it was by null.
 	case len(b) > 0 && b[0] == '"':
-		if bytes.IndexByte(b, '\\') < 0 {
-			m.initialize = string(b[1:len(b)-1]) == string(mcp.MethodInitialize)
-			break
+		name := b[1 : len(b)-1]
+		if bytes.IndexByte(b, '\\') >= 0 {
+			var s string
+			_ = json.Unmarshal(b, &s)
+			name = []byte(s)
 		}
-		var s string
-		_ = json.Unmarshal(b, &s)
-		m.initialize = s == string(mcp.MethodInitialize)
+		m.initialize = string(name) == string(mcp.MethodInitialize)
+		m.toolsCall = string(name) == string(mcp.MethodToolsCall)
 	default:
 		m.notString = true
 	}
@@ -530,6 +533,11 @@ func (m envelope) refused() string {
 
 // isInitialize reports whether the message is an initialize request.
 func (m envelope) isInitialize() bool { return m.method.initialize && !m.method.notString }
+
+// isToolsCall reports whether the message is a tools/call request (or an
+// object with that method, whatever else it has), as a decode into a
+// struct of a string method says.
+func (m envelope) isToolsCall() bool { return m.method.toolsCall && !m.method.notString }
 
 // isModern reports whether a request speaks protocol 2026-07-28 or later,
 // which has no sessions: by its MCP-Protocol-Version header or the
