@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -37,6 +38,26 @@ func mcpSession(t *testing.T, g *httpGateway) *client.Client {
 	if _, err := c.Initialize(t.Context(), init); err != nil {
 		t.Fatalf("initialize: %v\nstderr:\n%s", err, g.stderr)
 	}
+	return c
+}
+
+// connectedSession waits until /readyz says the remote server is
+// connected and a new session lists tool_call, and returns that session.
+// Both are needed: /readyz reports the connection as soon as it is up,
+// and the catalog with the server's tools (and so the meta-tools) is
+// registered a few milliseconds later, after the trust review and the
+// index.
+func connectedSession(t *testing.T, g *httpGateway, what string) *client.Client {
+	t.Helper()
+	waitUntil(t, what, func() bool {
+		_, r := remoteReadyz(t, g)
+		return r["connected"] == true
+	})
+	c := mcpSession(t, g)
+	waitUntil(t, what+" (tool_call listed)", func() bool {
+		res, err := c.ListTools(t.Context(), mcp.ListToolsRequest{})
+		return err == nil && slices.ContainsFunc(res.Tools, func(tool mcp.Tool) bool { return tool.Name == "tool_call" })
+	})
 	return c
 }
 
@@ -152,11 +173,7 @@ func TestServeWithLogin(t *testing.T) {
 	outputs = append(outputs, body)
 
 	outputs = append(outputs, authLogin(t, cfg))
-	waitUntil(t, "the gateway to pick up the login", func() bool {
-		_, r := remoteReadyz(t, g)
-		return r["connected"] == true
-	})
-	c := mcpSession(t, g)
+	c := connectedSession(t, g, "the gateway to pick up the login")
 	if text, isErr := callEcho(t, c); isErr || text != "echo: hi" {
 		t.Fatalf("call after login = %q (isError %v)\nstderr:\n%s", text, isErr, g.stderr)
 	}

@@ -30,11 +30,7 @@ func TestRefusedRefreshEchoNeverLeaks(t *testing.T) {
 	outputs := []string{authLogin(t, cfg)}
 
 	g := startHTTP(t, "--config", cfg)
-	waitUntil(t, "the gateway to connect with the stored login", func() bool {
-		_, r := remoteReadyz(t, g)
-		return r["connected"] == true
-	})
-	c := mcpSession(t, g)
+	c := connectedSession(t, g, "the gateway to connect with the stored login")
 	if text, isErr := callEcho(t, c); isErr || text != "echo: hi" {
 		t.Fatalf("call after login = %q (isError %v)\nstderr:\n%s", text, isErr, g.stderr)
 	}
