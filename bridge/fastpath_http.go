@@ -325,14 +325,33 @@ type requestSession struct {
 	mu            sync.Mutex
 	notifications chan mcp.JSONRPCNotification // made on first use
 	upgrade       atomic.Bool
-	info          mcp.Implementation
-	caps          mcp.ClientCapabilities
-	version       string
-	level         mcp.LoggingLevel
-	tools         map[string]server.ServerTool
-	resources     map[string]server.ServerResource
-	templates     map[string]server.ServerResourceTemplate
-	filter        mcp.SubscriptionFilter
+	info          guarded[mcp.Implementation]
+	caps          guarded[mcp.ClientCapabilities]
+	version       guarded[string]
+	level         guarded[mcp.LoggingLevel]
+	tools         guarded[map[string]server.ServerTool]
+	resources     guarded[map[string]server.ServerResource]
+	templates     guarded[map[string]server.ServerResourceTemplate]
+	filter        guarded[mcp.SubscriptionFilter]
+}
+
+// guarded is one field of a session that the handler and the transport
+// may read and write from different goroutines.
+type guarded[T any] struct {
+	mu sync.Mutex
+	v  T
+}
+
+func (g *guarded[T]) get() T {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.v
+}
+
+func (g *guarded[T]) set(v T) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.v = v
 }
 
 // sessionBuffer is the capacity of mcp-go's notification channel.
@@ -369,107 +388,55 @@ func (s *requestSession) queued() []mcp.JSONRPCNotification {
 func (s *requestSession) Initialize()       {}
 func (s *requestSession) Initialized() bool { return true }
 
-func (s *requestSession) SetLogLevel(level mcp.LoggingLevel) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.level = level
-}
+func (s *requestSession) SetLogLevel(level mcp.LoggingLevel) { s.level.set(level) }
 
 func (s *requestSession) GetLogLevel() mcp.LoggingLevel {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.level == "" {
-		return mcp.LoggingLevelError // mcp-go's default
+	if level := s.level.get(); level != "" {
+		return level
 	}
-	return s.level
+	return mcp.LoggingLevelError // mcp-go's default
 }
 
-func (s *requestSession) GetSessionTools() map[string]server.ServerTool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.tools
-}
+func (s *requestSession) GetSessionTools() map[string]server.ServerTool { return s.tools.get() }
 
-func (s *requestSession) SetSessionTools(tools map[string]server.ServerTool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.tools = tools
-}
+func (s *requestSession) SetSessionTools(tools map[string]server.ServerTool) { s.tools.set(tools) }
 
 func (s *requestSession) GetSessionResources() map[string]server.ServerResource {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.resources
+	return s.resources.get()
 }
 
 func (s *requestSession) SetSessionResources(resources map[string]server.ServerResource) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.resources = resources
+	s.resources.set(resources)
 }
 
 func (s *requestSession) GetSessionResourceTemplates() map[string]server.ServerResourceTemplate {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.templates
+	return s.templates.get()
 }
 
 func (s *requestSession) SetSessionResourceTemplates(templates map[string]server.ServerResourceTemplate) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.templates = templates
+	s.templates.set(templates)
 }
 
-func (s *requestSession) GetClientInfo() mcp.Implementation {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.info
-}
+func (s *requestSession) GetClientInfo() mcp.Implementation { return s.info.get() }
 
-func (s *requestSession) SetClientInfo(info mcp.Implementation) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.info = info
-}
+func (s *requestSession) SetClientInfo(info mcp.Implementation) { s.info.set(info) }
 
-func (s *requestSession) GetClientCapabilities() mcp.ClientCapabilities {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.caps
-}
+func (s *requestSession) GetClientCapabilities() mcp.ClientCapabilities { return s.caps.get() }
 
-func (s *requestSession) SetClientCapabilities(caps mcp.ClientCapabilities) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.caps = caps
-}
+func (s *requestSession) SetClientCapabilities(caps mcp.ClientCapabilities) { s.caps.set(caps) }
 
-func (s *requestSession) ProtocolVersion() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.version
-}
+func (s *requestSession) ProtocolVersion() string { return s.version.get() }
 
-func (s *requestSession) SetProtocolVersion(version string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.version = version
-}
+func (s *requestSession) SetProtocolVersion(version string) { s.version.set(version) }
 
 func (s *requestSession) UpgradeToSSEWhenReceiveNotification() { s.upgrade.Store(true) }
 
-func (s *requestSession) SetSubscriptionFilter(filter mcp.SubscriptionFilter) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.filter = filter
-}
+func (s *requestSession) SetSubscriptionFilter(filter mcp.SubscriptionFilter) { s.filter.set(filter) }
 
 // SubscriptionFilter: the session serves no subscriptions/listen stream,
 // so it is unfiltered.
 func (s *requestSession) SubscriptionFilter() (mcp.SubscriptionFilter, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.filter, false
+	return s.filter.get(), false
 }
 
 // errServerInitiated is what the session answers a server-initiated
