@@ -136,13 +136,8 @@ func (m *CountMemo) Load() error {
 func decodeCountMemo(b []byte, tokenizer string) (map[[sha256.Size]byte]int, [sha256.Size]byte, error) {
 	var none [sha256.Size]byte
 	var doc countMemoDoc
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&doc); err != nil {
+	if err := statefile.DecodeStrict(b, &doc); err != nil {
 		return nil, none, err
-	}
-	if dec.More() {
-		return nil, none, errors.New("trailing data after the JSON value")
 	}
 	if doc.Version != CountMemoFormatVersion {
 		return nil, none, fmt.Errorf("format version %d, want %d", doc.Version, CountMemoFormatVersion)

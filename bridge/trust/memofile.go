@@ -1,7 +1,6 @@
 package trust
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -106,13 +105,8 @@ func decodeMemo(b []byte, key string) (map[memoKey]memoEntry, [sha256.Size]byte,
 		return nil, none, fmt.Errorf("%d bytes, more than the %d a memo may have", len(b), maxMemoFileBytes)
 	}
 	var doc memoDoc
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&doc); err != nil {
+	if err := statefile.DecodeStrict(b, &doc); err != nil {
 		return nil, none, err
-	}
-	if dec.More() {
-		return nil, none, errors.New("trailing data after the JSON value")
 	}
 	if doc.Version != MemoFormatVersion {
 		return nil, none, fmt.Errorf("format version %d, want %d", doc.Version, MemoFormatVersion)

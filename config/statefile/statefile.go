@@ -241,8 +241,19 @@ func (d Dir) ReadJSON(name string, v any) (found bool, err error) {
 
 // decodeJSON decodes exactly one JSON value, rejecting trailing data (a
 // sign of two writers or a truncated edit).
-func decodeJSON(b []byte, v any) error {
+func decodeJSON(b []byte, v any) error { return decodeOne(b, v, false) }
+
+// DecodeStrict decodes b, exactly one JSON value, into v, refusing a
+// field v does not have as well as trailing data: for the files the
+// gateway alone writes (its memos), where either means the file is not
+// one it wrote.
+func DecodeStrict(b []byte, v any) error { return decodeOne(b, v, true) }
+
+func decodeOne(b []byte, v any, strict bool) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
+	if strict {
+		dec.DisallowUnknownFields()
+	}
 	if err := dec.Decode(v); err != nil {
 		return err
 	}

@@ -348,3 +348,32 @@ func TestLockExcludes(t *testing.T) {
 		t.Error("Lock accepted a name outside the directory")
 	}
 }
+
+func TestDecodeStrict(t *testing.T) {
+	type doc struct {
+		A int `json:"a"`
+	}
+	for _, tc := range []struct {
+		in, wantErr string
+	}{
+		{`{"a":1}`, ""},
+		{" {\"a\":1}\n", ""},
+		{`{"a":1,"b":2}`, "unknown field"},
+		{`{"a":1}{"a":2}`, "trailing data"},
+		{`{"a":1}]`, "trailing data"},
+		{`{"a":`, "unexpected EOF"},
+		{``, "EOF"},
+	} {
+		var d doc
+		err := DecodeStrict([]byte(tc.in), &d)
+		if tc.wantErr == "" {
+			if err != nil || d.A != 1 {
+				t.Errorf("DecodeStrict(%q) = %v, %+v; want a=1", tc.in, err, d)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+			t.Errorf("DecodeStrict(%q) = %v, want an error containing %q", tc.in, err, tc.wantErr)
+		}
+	}
+}
