@@ -163,7 +163,7 @@ func getReadyzBody(t *testing.T, base string) []byte {
 }
 
 // httpMCPClient is an initialized MCP client of a gateway serving HTTP.
-func httpMCPClient(t *testing.T, url string) *client.Client {
+func httpMCPClient(t testing.TB, url string) *client.Client {
 	t.Helper()
 	c, err := client.NewStreamableHttpClient(url)
 	if err != nil {

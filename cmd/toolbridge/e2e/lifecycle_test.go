@@ -520,7 +520,7 @@ type httpProc struct {
 // startHTTPProc starts `toolbridge serve --transport http` on a free port
 // and waits for /healthz. Unlike startHTTP it leaves stopping to the test;
 // at cleanup it only kills what is left.
-func startHTTPProc(t *testing.T, args ...string) *httpProc {
+func startHTTPProc(t testing.TB, args ...string) *httpProc {
 	t.Helper()
 	port := testenv.FreePort(t)
 	h := &httpProc{
@@ -585,7 +585,7 @@ type readyz struct {
 	} `json:"servers"`
 }
 
-func getReadyz(t *testing.T, base string) (int, readyz) {
+func getReadyz(t testing.TB, base string) (int, readyz) {
 	t.Helper()
 	client := &http.Client{Timeout: 10 * time.Second}
 	defer client.CloseIdleConnections()
@@ -609,7 +609,7 @@ func getReadyz(t *testing.T, base string) (int, readyz) {
 // (or the last one, when they never all have one). A start does not wait
 // for the servers (initialize is answered at once), so /healthz answers
 // before /readyz knows how each server's connect ended.
-func waitReadyz(t *testing.T, base string, names ...string) (int, readyz) {
+func waitReadyz(t testing.TB, base string, names ...string) (int, readyz) {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {

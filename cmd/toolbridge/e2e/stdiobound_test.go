@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"context"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,21 +10,7 @@ import (
 // peakRSS is a process's peak resident memory (VmHWM), in bytes.
 func peakRSS(t *testing.T, pid int) int64 {
 	t.Helper()
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		t.Skipf("no /proc: %v", err)
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			if err != nil {
-				t.Fatalf("parsing %q: %v", line, err)
-			}
-			return kb << 10
-		}
-	}
-	t.Fatalf("no VmHWM in /proc/%d/status", pid)
-	return 0
+	return procStatusBytes(t, pid, "VmHWM")
 }
 
 // TestStdioBoundsOneMessage writes a 60 MB line to toolbridge's stdin: it

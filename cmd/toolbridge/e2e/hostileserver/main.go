@@ -11,7 +11,16 @@
 //	                        is in flight, and answers the call with the raw
 //	                        JSON-RPC answers it got, one per line
 //
-// Both also serve echo, which answers its text, and hold, which notes the
+//	hostileserver catalog FILE FIRST N
+//	                        lists N real tools: those of the catalog FILE
+//	                        ({"servers":[{"tools":[...]}]}, the shape of
+//	                        bridge/testdata/reference-servers/catalog.json)
+//	                        taken in turn from tool number FIRST of the
+//	                        cycle over them, each copy past the first
+//	                        renamed NAME_vK, as a catalog of many real
+//	                        servers holds them
+//
+// All but catalog also list echo, which answers its text, and hold, which notes the
 // call in the file named by its argument "called", then answers "released"
 // once the file named by "release" exists: a call that is in flight for
 // exactly as long as the test wants.
@@ -22,6 +31,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"strconv"
 	"sync"
@@ -40,6 +50,8 @@ type message struct {
 type server struct {
 	mode  string
 	tools int
+	// catalog is the catalog mode's tools, as listed.
+	catalog []json.RawMessage
 
 	mu      sync.Mutex
 	out     *bufio.Writer
@@ -49,7 +61,7 @@ type server struct {
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: hostileserver tools N | ask")
+		fmt.Fprintln(os.Stderr, "usage: hostileserver tools N | ask | catalog FILE FIRST N")
 		os.Exit(2)
 	}
 	s := &server{mode: os.Args[1], out: bufio.NewWriterSize(os.Stdout, 1<<20), waiting: map[string]chan message{}}
@@ -64,6 +76,15 @@ func main() {
 			os.Exit(2)
 		}
 		s.tools = n
+	}
+	if s.mode == "catalog" {
+		tools, err := catalogTools(os.Args[2:])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "hostileserver:", err)
+			os.Exit(2)
+		}
+		s.catalog = tools
+		s.tools = len(tools)
 	}
 	in := bufio.NewReaderSize(os.Stdin, 1<<20)
 	for {
@@ -139,7 +160,11 @@ func (s *server) listTools(id, params json.RawMessage) {
 	}
 	_ = json.Unmarshal(params, &p)
 	first, _ := strconv.Atoi(p.Cursor) // the cursor is the index of the page's first tool
-	all := 1 + s.tools                 // echo, then the generated ones
+	if s.catalog != nil {
+		s.listPage(id, s.catalog, first)
+		return
+	}
+	all := 1 + s.tools // echo, then the generated ones
 	if s.mode == "ask" {
 		all++
 	}
@@ -148,6 +173,7 @@ func (s *server) listTools(id, params json.RawMessage) {
 		switch {
 		case i == 0:
 			tools = append(tools, tool("echo", "Echo the text back."), tool("hold", "Hold the call until the test releases it."))
+
 		case s.mode == "ask" && i == 1:
 			tools = append(tools, tool("ask", "Ask the client's model and user something while the call runs."))
 		default:
@@ -161,6 +187,68 @@ func (s *server) listTools(id, params json.RawMessage) {
 		result["nextCursor"] = strconv.Itoa(first + pageSize)
 	}
 	s.answer(id, result)
+}
+
+// listPage answers a tools/list with the page of tools from first.
+func (s *server) listPage(id json.RawMessage, tools []json.RawMessage, first int) {
+	first = min(max(first, 0), len(tools))
+	result := map[string]any{"tools": tools[first:min(first+pageSize, len(tools))]}
+	if first+pageSize < len(tools) {
+		result["nextCursor"] = strconv.Itoa(first + pageSize)
+	}
+	s.answer(id, result)
+}
+
+// catalogTools reads the catalog mode's arguments, FILE FIRST N, and
+// returns its N tools, renamed where a name comes round again.
+func catalogTools(args []string) ([]json.RawMessage, error) {
+	if len(args) != 3 {
+		return nil, fmt.Errorf("usage: hostileserver catalog FILE FIRST N")
+	}
+	first, err1 := strconv.Atoi(args[1])
+	n, err2 := strconv.Atoi(args[2])
+	if err1 != nil || err2 != nil || first < 0 || n < 0 {
+		return nil, fmt.Errorf("FIRST and N must be counts, got %q and %q", args[1], args[2])
+	}
+	raw, err := os.ReadFile(args[0])
+	if err != nil {
+		return nil, fmt.Errorf("reading the catalog: %w", err)
+	}
+	var cat struct {
+		Servers []struct {
+			Tools []map[string]any `json:"tools"`
+		} `json:"servers"`
+	}
+	if err := json.Unmarshal(raw, &cat); err != nil {
+		return nil, fmt.Errorf("decoding the catalog %s: %w", args[0], err)
+	}
+	var base []map[string]any
+	for _, s := range cat.Servers {
+		base = append(base, s.Tools...)
+	}
+	if len(base) == 0 {
+		return nil, fmt.Errorf("the catalog %s has no tools", args[0])
+	}
+	tools := make([]json.RawMessage, 0, n)
+	seen := map[string]bool{}
+	for i := first; i < first+n; i++ {
+		t := maps.Clone(base[i%len(base)])
+		name, _ := t["name"].(string)
+		if copyNo := i / len(base); copyNo > 0 {
+			name += "_v" + strconv.Itoa(copyNo)
+		}
+		for seen[name] {
+			name += "_2" // the reference servers share some names
+		}
+		seen[name] = true
+		t["name"] = name
+		b, err := json.Marshal(t)
+		if err != nil {
+			return nil, err
+		}
+		tools = append(tools, b)
+	}
+	return tools, nil
 }
 
 func tool(name, description string) map[string]any {

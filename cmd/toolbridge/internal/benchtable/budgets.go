@@ -53,8 +53,13 @@ const addedAllocsLimit = 215 / 2
 // #8's paths, with the limits issue #25 set where it set one.
 var budgets = []budget{
 	{
-		path:  "start-up, 13 stdio servers (processes), to the first tools/list",
-		limit: fmt.Sprintf("slowest alone + %d ms", startupLimitMS),
+		path: "start-up, 13 stdio servers (processes), to the first tools/list",
+		// The slowest server is the last of the 13 up when they start at
+		// once, as the gateway starts them: issue #25 measured its +187 ms
+		// against exactly that ("382 ms, all 13 at once"). The slowest one
+		// started alone is printed too; on 2 cores the 13 processes alone
+		// take hundreds of ms more than it, gateway or not.
+		limit: fmt.Sprintf("slowest of the 13 started at once without toolbridge + %d ms", startupLimitMS),
 		cmd:   goTest("./cmd/toolbridge/e2e", "^BenchmarkStartup$", "-benchtime 20x -count 3"),
 		measure: func(r results) (string, bool, bool) {
 			v, ok := r.get("BenchmarkStartup", "single-max-ms", "parallel-13-ms", "gateway-13-ms", "added-ms", "over-parallel-ms")
@@ -62,7 +67,7 @@ var budgets = []budget{
 				return "", false, false
 			}
 			return fmt.Sprintf("slowest alone %.0f ms; all 13 through toolbridge %.0f ms (+%.0f ms); all 13 at once without toolbridge %.0f ms, toolbridge +%.0f ms over that",
-				v[0], v[2], v[3], v[1], v[4]), v[3] <= startupLimitMS, true
+				v[0], v[2], v[3], v[1], v[4]), v[4] <= startupLimitMS, true
 		},
 	},
 	startupInProcess("start=10-130ms", "start-up, 13 in-process servers taking 10–130 ms to start"),
@@ -121,31 +126,18 @@ var budgets = []budget{
 	endToEnd("upstream=go-demo", "tool_call end to end over stdio, Go upstream"),
 	endToEnd("upstream=npm-everything", "tool_call end to end over stdio, npm everything"),
 	{
-		path:  "catalog + index, 10k tools",
-		limit: "< 100 MB RSS",
-		cmd:   goTest("./bridge", "CatalogMemory", "-benchtime 1x -count 5"),
+		path:  "catalog + index, 10k tools, in toolbridge's own process (25 upstream processes)",
+		limit: "< 100 MB RSS, at its peak",
+		cmd:   goTest("./cmd/toolbridge/e2e", "^BenchmarkCatalogMemoryProcess$", "-benchtime 3x -count 3"),
 		measure: func(r results) (string, bool, bool) {
-			memory := func(name string) (string, float64, bool) {
-				v, ok := r.get(name, "heap-bytes", "rss-scavenged-bytes", "rss-base-bytes")
-				if !ok {
-					return "", 0, false
-				}
-				return fmt.Sprintf("gateway heap %s, gateway RSS %s; whole process with its upstreams %s", mb(v[0]), mb(v[1]-v[2]), mb(v[1])), v[1], true
-			}
-			measured, whole, ok := memory("BenchmarkCatalogMemory")
+			v, ok := r.get("BenchmarkCatalogMemoryProcess", "rss-bytes", "peak-rss-bytes", "first-peak-rss-bytes")
 			if !ok {
 				return "", false, false
 			}
-			// The whole process's RSS includes the in-process upstreams
-			// holding the same 10k tools: judging it is the strict reading.
-			within := whole < 100e6
-			// A state directory, toolbridge's default, keeps the pins in
-			// files: a budget met only without one would not be met.
-			if withDir, whole, ok := memory("BenchmarkCatalogMemoryStateDir"); ok {
-				measured = "pins in memory: " + measured + "; with a state_dir: " + withDir
-				within = within && whole < 100e6
-			}
-			return measured, within, true
+			// The peak is what a container's memory limit meets, and the
+			// first start, which writes the pins, peaks highest.
+			return fmt.Sprintf("RSS %s once listed; peak %s; first start (writing the pins) peak %s", mb(v[0]), mb(v[1]), mb(v[2])),
+				v[1] < 100e6 && v[2] < 100e6, true
 		},
 	},
 	{
