@@ -1,6 +1,7 @@
 package search
 
 import (
+	"math"
 	"runtime"
 	"slices"
 	"strings"
@@ -51,6 +52,21 @@ type Index struct {
 	// for a document whose field length is in bucket b. It depends on the
 	// average field lengths, so link and unlink refresh it.
 	norm normTable
+	// refNorm is the norm table the chunks' bounds (chunk.ub) were
+	// computed with, and drift the most any entry of norm has grown
+	// against it since, as a factor: drift x chunk.ub bounds a chunk's
+	// length-normalised frequencies under the current norms. The norms
+	// change with every upsert; recomputing every chunk's bound each
+	// time would cost a pass over every posting, so updateNorms does it
+	// only when drift leaves [1/driftMax, driftMax] (refSet false: never
+	// computed yet).
+	refNorm normTable
+	drift   float64
+	refSet  bool
+	// maxSegDocs is the most tools one segment holds, and segPassMax the
+	// most for which accumulateTop scores a segment at a time (prune_segs.go).
+	maxSegDocs int
+	segPassMax int
 }
 
 // termEntry is one term's postings across segments, in one array so that
@@ -78,10 +94,15 @@ type termEntry struct {
 
 // chunk is one segment's run of postings in a termEntry, post[start:start+n];
 // slot is the segment's slot in Index.slots and Index.bases. The fields
-// are 32-bit so that a chunk is 12 bytes: at 100,000 tools the index
-// holds about two million of them.
+// are 32-bit so that a chunk is 16 bytes: at 100,000 tools the index
+// holds over a million of them.
 type chunk struct {
 	slot, n, start int32
+	// ub bounds the length-normalised frequency (tfNorm) of the chunk's
+	// postings under Index.refNorm, rounded up: the segment pass
+	// (prune_segs.go) bounds a segment's scores with it, without reading
+	// its postings.
+	ub float32
 }
 
 // nameRef locates one tool for name resolution.
@@ -102,6 +123,8 @@ func New(opts Options) *Index {
 		terms: make(map[string]*termEntry),
 		names: make(map[string][]nameRef),
 		ids:   make(map[string][]nameRef),
+
+		segPassMax: segPassMaxDocs,
 	}
 	ix.syn = buildSynonyms(ix.an)
 	ix.intents = buildIntents(ix.an)
@@ -271,7 +294,7 @@ func (ix *Index) link(seg *segment, ents []*termEntry) {
 			e.unordered = true
 		}
 		e.df += len(p)
-		e.chunks = append(e.chunks, chunk{slot: seg.slot, n: int32(len(p)), start: int32(len(e.post))})
+		e.chunks = append(e.chunks, chunk{slot: seg.slot, n: int32(len(p)), start: int32(len(e.post)), ub: chunkBound(&ix.refNorm, p, seg.meta)})
 		e.post = append(e.post, p...)
 	}
 	// The term entries now hold the postings; the segment's copy would
@@ -349,11 +372,13 @@ func (ix *Index) renumber() {
 	base := 0
 	// Readers are locked out, so the array is refilled in place.
 	ix.meta = ix.meta[:0]
+	ix.maxSegDocs = 0
 	for _, s := range ix.order {
 		s.base = base
 		ix.bases[s.slot] = int32(base)
 		base += len(s.docs)
 		ix.meta = append(ix.meta, s.meta...)
+		ix.maxSegDocs = max(ix.maxSegDocs, len(s.docs))
 	}
 }
 
@@ -370,6 +395,64 @@ func (ix *Index) updateNorms() {
 			ix.norm[f][b] = fp.Weight / (1 - fp.B + bLen*l)
 		}
 	}
+	ix.drift = normDrift(&ix.norm, &ix.refNorm)
+	if !ix.refSet || !(ix.drift <= driftMax && ix.drift >= 1/driftMax) {
+		ix.rebaseBounds()
+	}
+}
+
+// driftMax is how far the norms may move from those the chunks' bounds
+// were computed with before updateNorms recomputes the bounds: the
+// bounds loosen by up to that factor, and recomputing them reads every
+// posting.
+const driftMax = 1.1
+
+// normDrift returns the most an entry of norm has grown against ref, as
+// a factor: tfNorm under norm is at most that times tfNorm under ref.
+// Bucket 0 is left out, as a posting never has a field of length 0 with
+// a frequency in it. A ratio that is not a number (a field whose weight
+// or length became zero or infinite) makes it NaN, so the caller
+// recomputes the bounds.
+func normDrift(norm, ref *normTable) float64 {
+	d := 0.0
+	for f := range norm {
+		for b := 1; b < len(norm[f]); b++ {
+			if norm[f][b] == 0 {
+				continue
+			}
+			if r := norm[f][b] / ref[f][b]; !(r <= d) {
+				d = r
+			}
+		}
+	}
+	return d
+}
+
+// rebaseBounds recomputes every chunk's bound under the current norms.
+// Caller holds mu, after renumber.
+func (ix *Index) rebaseBounds() {
+	ix.refNorm, ix.drift, ix.refSet = ix.norm, 1, true
+	for _, e := range ix.terms {
+		for i := range e.chunks {
+			c := &e.chunks[i]
+			base := int(ix.bases[c.slot])
+			c.ub = chunkBound(&ix.refNorm, e.post[c.start:c.start+c.n], ix.meta[base:])
+		}
+	}
+}
+
+// chunkBound returns the highest tfNorm of postings p under norm, whose
+// documents' metadata is meta, rounded up to a float32.
+func chunkBound(norm *normTable, p []posting, meta []docMeta) float32 {
+	m := 0.0
+	for i := range p {
+		m = max(m, norm.tfNorm(&p[i], &meta[p[i].doc]))
+	}
+	u := float32(m)
+	if float64(u) < m {
+		u = math.Nextafter32(u, float32(math.Inf(1)))
+	}
+	return u
 }
 
 // locate maps an index-wide document number to its segment and local

@@ -38,6 +38,8 @@ import (
 // query names exactly are scored whatever their words, and a one-word
 // query (fuzzy names) and a partial match are scored exhaustively. A
 // request split into clauses has a pass of its own (prune_clauses.go).
+// When every segment is small, accumulateTop scores a segment at a time
+// instead, bounded by each chunk's own bound (prune_segs.go).
 
 // pruneMinPostings is the fewest postings a request's terms must have for
 // accumulateTop to be worth its bookkeeping: below it the exhaustive
@@ -139,6 +141,9 @@ type pruned struct {
 // sc.slot[g] != 0 marks them. A nil return means nothing was pruned and
 // sc is as it was: the caller runs accumulate. Caller holds mu (read).
 func (ix *Index) accumulateTop(groups []queryGroup, sc *scratch, k int, must []int) *pruned {
+	if ix.useSegPass() {
+		return ix.accumulateSegs(groups, sc, k, must)
+	}
 	boost := 1 + ix.opts.NameCoverage
 	refs := ix.resolve(groups)
 	ub, order := ix.groupBounds(refs)

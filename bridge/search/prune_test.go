@@ -17,6 +17,22 @@ func searchWith(ix *Index, mode pruneMode, q string, limit int) Result {
 	return ix.Search(q, limit)
 }
 
+// segPasses are the values of Index.segPassMax the pruning tests run
+// with, so that both pruned passes of a plain request are checked: the
+// segment pass (prune_segs.go) and, as for an index with a segment too
+// large for it, the term-at-a-time pass (accumulateTop).
+var segPasses = []int{segPassMaxDocs, 0}
+
+// searchPruned runs Search with the first pass forced to be pruned, a
+// segment at a time when segMax admits every segment of ix. Callers do
+// not search ix concurrently.
+func searchPruned(ix *Index, segMax int, q string, limit int) Result {
+	old := ix.segPassMax
+	ix.segPassMax = segMax
+	defer func() { ix.segPassMax = old }()
+	return searchWith(ix, pruneAlways, q, limit)
+}
+
 // diffResults describes how two results differ, "" when they are equal
 // to the bit (scores included).
 func diffResults(want, got Result) string {
@@ -107,9 +123,11 @@ func FuzzPrunedEqualsExhaustive(f *testing.F) {
 		ix := seededIndex(seed)
 		for _, limit := range []int{1, 2, 5, 10, 20} {
 			want := searchWith(ix, pruneNever, query, limit)
-			got := searchWith(ix, pruneAlways, query, limit)
-			if d := diffResults(want, got); d != "" {
-				t.Fatalf("Search(%q, %d) differs:\n%s", query, limit, d)
+			for _, segMax := range segPasses {
+				got := searchPruned(ix, segMax, query, limit)
+				if d := diffResults(want, got); d != "" {
+					t.Fatalf("Search(%q, %d), segment pass up to %d tools, differs:\n%s", query, limit, segMax, d)
+				}
 			}
 		}
 	})
@@ -208,9 +226,11 @@ func TestPrunedSearchMatchesExhaustive(t *testing.T) {
 			}
 			for _, limit := range []int{1, 3, 10, 20} {
 				want := searchWith(ix, pruneNever, query, limit)
-				got := searchWith(ix, pruneAlways, query, limit)
-				if d := diffResults(want, got); d != "" {
-					t.Fatalf("trial %d, Search(%q, %d) differs:\n%s", trial, query, limit, d)
+				for _, segMax := range segPasses {
+					got := searchPruned(ix, segMax, query, limit)
+					if d := diffResults(want, got); d != "" {
+						t.Fatalf("trial %d, Search(%q, %d), segment pass up to %d tools, differs:\n%s", trial, query, limit, segMax, d)
+					}
 				}
 			}
 			if wasPruned(ix, query, 10) {
@@ -263,9 +283,11 @@ func TestPrunedRankingOnBenchmarks(t *testing.T) {
 			for i := 0; i < len(qs); i += max(1, len(qs)/4000) {
 				q := qs[i]
 				want := searchWith(ix, pruneNever, q.Query, 20)
-				got := searchWith(ix, pruneAlways, q.Query, 20)
-				if d := diffResults(want, got); d != "" {
-					t.Fatalf("Search(%q) differs:\n%s", q.Query, d)
+				for _, segMax := range segPasses {
+					got := searchPruned(ix, segMax, q.Query, 20)
+					if d := diffResults(want, got); d != "" {
+						t.Fatalf("Search(%q), segment pass up to %d tools, differs:\n%s", q.Query, segMax, d)
+					}
 				}
 				if wasPruned(ix, q.Query, 20) {
 					pruned++

@@ -39,6 +39,8 @@ type scratch struct {
 	cbest  [maxClauses]float64
 	scale  [maxClauses]float64
 	cterms [maxClauses]int
+	// segs is the segment pass's scratch (prune_segs.go).
+	segs segScratch
 }
 
 func (ix *Index) getScratch(n int) *scratch {

@@ -1,0 +1,315 @@
+package search
+
+import (
+	"math"
+)
+
+// Safe pruning a segment at a time (plain requests).
+//
+// A term's MaxScore bound (termBound) is its best posting over the whole
+// index, so for a common word it is far above what nearly every tool
+// gets from it, and accumulateTop's term-at-a-time pass still read every
+// posting of a typical request at 100,000 tools. Each chunk (one
+// server's postings of one term) keeps its own bound instead (chunk.ub),
+// and accumulateSegs:
+//
+//  1. reads the request's chunks, not their postings, to bound what each
+//     segment's tools can score: per group the best of its alternatives'
+//     chunk bounds, summed over the groups, times the name-coverage
+//     boost;
+//  2. scores whole segments with accumulate's arithmetic (the same
+//     additions in the same order, so every score is the exhaustive one
+//     to the bit), keeping the k best scores: first the segSeeds
+//     segments with the best bounds, which most likely hold the best
+//     tools, then, in slot order, every other segment whose bound
+//     reaches the k-th best score so far;
+//  3. skips the others: no tool of a segment whose bound is under the
+//     k-th best score can rank.
+//
+// The segments are servers, a few to a few dozen tools each, so a bound
+// per segment is far tighter than a term's: over the benchmark's plain
+// requests at 100,000 tools the pass scores a fifth of the segments the
+// requests' terms occur in, and 4.4 of their 13.9 million postings. A
+// segment of more than Index.segPassMax tools would make the bound as
+// loose as a term's, so an index holding one keeps the term-at-a-time
+// pass.
+
+// segPassMaxDocs is the most tools a segment may hold for accumulateTop
+// to use the segment pass.
+const segPassMaxDocs = 512
+
+// segSeeds is how many segments, best bound first, the segment pass
+// scores before it takes the rest in slot order.
+const segSeeds = 32
+
+// segEntry is one chunk of the request's terms, listed under its segment
+// in the order accumulate reads them (group, then alternative).
+type segEntry struct {
+	next       int32 // the segment's next entry plus one, 0 at the end
+	grp, alt   int32 // the group in the request, its alternative in refs
+	start, end int32 // the chunk's postings, post[start:end]
+}
+
+// segScratch is the segment pass's scratch space, by segment slot and by
+// document within a segment. Entries are zeroed after use.
+type segScratch struct {
+	bound []float64 // a slot's bound, before the boost
+	gbest []float64 // a slot's best alternative in the current group
+	head  []int32   // a slot's first entry plus one
+	tail  []int32   // a slot's last entry plus one
+	slots []int32   // the slots with an entry
+	gslot []int32   // the slots the current group touched
+	ents  []segEntry
+	heap  []int32
+	// Per document of the segment being scored: accumulate's acc, group,
+	// nameHits and groupName, and the documents touched.
+	acc, group []float64
+	hits       []uint8
+	gname      []bool
+	touched    []int32
+	gtouched   []int32
+	// docs and scores are the scored documents (index-wide numbers).
+	docs   []int
+	scores []float64
+}
+
+func (s *segScratch) grow(slots, docs int) {
+	if len(s.bound) < slots {
+		s.bound = make([]float64, slots)
+		s.gbest = make([]float64, slots)
+		s.head = make([]int32, slots)
+		s.tail = make([]int32, slots)
+	}
+	if len(s.acc) < docs {
+		s.acc = make([]float64, docs)
+		s.group = make([]float64, docs)
+		s.hits = make([]uint8, docs)
+		s.gname = make([]bool, docs)
+	}
+}
+
+// useSegPass reports whether accumulateTop scores a segment at a time.
+// Caller holds mu (read).
+func (ix *Index) useSegPass() bool {
+	return ix.maxSegDocs <= ix.segPassMax
+}
+
+// accumulateSegs is accumulateTop for an index of small segments, with
+// the same contract. Caller holds mu (read).
+func (ix *Index) accumulateSegs(groups []queryGroup, sc *scratch, k int, must []int) *pruned {
+	ss := &sc.segs
+	ss.grow(len(ix.slots), ix.maxSegDocs)
+	refs := ix.resolve(groups)
+	k1 := ix.opts.K1
+	// 1. Each segment's bound, from its chunks.
+	drift := ix.drift
+	for j, r := range refs {
+		for ai, a := range r.alts {
+			for _, c := range a.e.chunks {
+				tb := drift * float64(c.ub)
+				if c.n == 0 || tb == 0 {
+					continue // no posting scores
+				}
+				s := a.wq * tb / (k1 + tb)
+				if ss.gbest[c.slot] == 0 {
+					ss.gslot = append(ss.gslot, c.slot)
+				}
+				ss.gbest[c.slot] = max(ss.gbest[c.slot], s)
+				ss.ents = append(ss.ents, segEntry{grp: int32(j), alt: int32(ai), start: c.start, end: c.start + c.n})
+				e := int32(len(ss.ents))
+				if ss.head[c.slot] == 0 {
+					ss.head[c.slot] = e
+				} else {
+					ss.ents[ss.tail[c.slot]-1].next = e
+				}
+				ss.tail[c.slot] = e
+			}
+		}
+		for _, s := range ss.gslot {
+			if ss.bound[s] == 0 {
+				ss.slots = append(ss.slots, s)
+			}
+			ss.bound[s] += ss.gbest[s]
+			ss.gbest[s] = 0
+		}
+		ss.gslot = ss.gslot[:0]
+	}
+	// 2. and 3. The segments, best bound first, until the k best scores
+	// are in and a few segments were scored: their k-th best is then
+	// near the final one.
+	boost := (1 + ix.opts.NameCoverage) * (1 + pruneSlack)
+	var best topScores
+	best.reset(k)
+	ss.heap = append(ss.heap[:0], ss.slots...)
+	h := slotHeap{s: ss.heap, bound: ss.bound}
+	h.init()
+	for n := 0; len(h.s) > 0 && (n < segSeeds || best.kth() == 0); n++ {
+		s := h.pop()
+		if boost*ss.bound[s] < best.kth() {
+			break
+		}
+		ix.scoreSegment(refs, ss, s, &best)
+		ss.bound[s] = -ss.bound[s] // scored
+	}
+	// Then every other segment whose bound reaches the k-th best, in
+	// slot order: the order is not worth a heap once the threshold is
+	// near, and the postings are then read in the order they are stored,
+	// most often.
+	for s, b := range ss.bound[:len(ix.slots)] {
+		if b > 0 && boost*b >= best.kth() {
+			ix.scoreSegment(refs, ss, int32(s), &best)
+		}
+	}
+	theta := best.kth()
+	docs, scores := ss.docs, ss.scores
+	ss.reset()
+	if len(docs) < k {
+		// Fewer documents matched than the top holds: every one ranks,
+		// and the exhaustive pass costs no more.
+		return nil
+	}
+	// The candidates: every document scored that reaches the k-th best,
+	// and must. Their scores are accumulate's already.
+	for i, g := range docs {
+		if scores[i]*(1+pruneSlack) >= theta {
+			sc.touched = append(sc.touched, g)
+			sc.slot[g] = 1
+			sc.acc[g] = scores[i]
+		}
+	}
+	for _, g := range must {
+		if sc.slot[g] == 0 {
+			sc.touched = append(sc.touched, g)
+			sc.slot[g] = 1
+			sc.acc[g] = ix.exactScore(refs, g)
+		}
+	}
+	return &pruned{k: k, theta: theta, refs: refs}
+}
+
+// reset empties s for the next search.
+func (s *segScratch) reset() {
+	for _, slot := range s.slots {
+		s.bound[slot], s.head[slot], s.tail[slot] = 0, 0, 0
+	}
+	s.slots, s.ents, s.heap = s.slots[:0], s.ents[:0], s.heap[:0]
+	s.docs, s.scores = s.docs[:0], s.scores[:0]
+}
+
+// scoreSegment scores the documents of the segment at slot with
+// accumulate's arithmetic (its additions, in its order: group by group,
+// each group's alternatives in turn, then the name coverage), appends
+// them to ss.docs and ss.scores, and offers their scores to best.
+// Caller holds mu (read).
+func (ix *Index) scoreSegment(refs []groupRef, ss *segScratch, slot int32, best *topScores) {
+	norm := &ix.norm
+	k1 := ix.opts.K1
+	base := int(ix.bases[slot])
+	meta := ix.meta[base : base+len(ix.slots[slot].meta)]
+	acc, group, hits, gname := ss.acc, ss.group, ss.hits, ss.gname
+	// fold adds a group of alternatives' best to its documents.
+	fold := func() {
+		for _, d := range ss.gtouched {
+			if acc[d] == 0 {
+				ss.touched = append(ss.touched, d)
+			}
+			acc[d] += group[d]
+			group[d] = 0
+			if gname[d] {
+				hits[d] = min(hits[d], math.MaxUint8-1) + 1
+				gname[d] = false
+			}
+		}
+		ss.gtouched = ss.gtouched[:0]
+	}
+	cur := int32(-1)
+	for e := ss.head[slot]; e != 0; {
+		en := &ss.ents[e-1]
+		e = en.next
+		if en.grp != cur {
+			fold()
+			cur = en.grp
+		}
+		r := &refs[en.grp]
+		a := &r.alts[en.alt]
+		wq := a.wq
+		for _, p := range a.e.post[en.start:en.end] {
+			d := p.doc
+			tfn := norm.tfNorm(&p, &meta[d])
+			if tfn == 0 {
+				continue
+			}
+			s := wq * tfn / (k1 + tfn)
+			if r.single {
+				if acc[d] == 0 {
+					ss.touched = append(ss.touched, int32(d))
+				}
+				acc[d] += s
+				if p.namePart && hits[d] < math.MaxUint8 {
+					hits[d]++
+				}
+				continue
+			}
+			if group[d] == 0 {
+				ss.gtouched = append(ss.gtouched, int32(d))
+			}
+			group[d] = max(group[d], s)
+			gname[d] = gname[d] || p.namePart
+		}
+	}
+	fold()
+	beta := ix.opts.NameCoverage
+	for _, d := range ss.touched {
+		v := acc[d]
+		if parts := float64(meta[d].nameParts); beta > 0 && parts != 0 && hits[d] > 0 {
+			v *= 1 + beta*min(1, float64(hits[d])/parts)
+		}
+		ss.docs = append(ss.docs, base+int(d))
+		ss.scores = append(ss.scores, v)
+		best.offer(v)
+		acc[d], hits[d] = 0, 0
+	}
+	ss.touched = ss.touched[:0]
+}
+
+// slotHeap is a max-heap of segment slots by bound.
+type slotHeap struct {
+	s     []int32
+	bound []float64
+}
+
+func (h *slotHeap) less(i, j int) bool { return h.bound[h.s[i]] > h.bound[h.s[j]] }
+
+func (h *slotHeap) init() {
+	for i := len(h.s)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+func (h *slotHeap) pop() int32 {
+	top := h.s[0]
+	n := len(h.s) - 1
+	h.s[0] = h.s[n]
+	h.s = h.s[:n]
+	h.down(0)
+	return top
+}
+
+func (h *slotHeap) down(i int) {
+	n := len(h.s)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		j := l
+		if r := l + 1; r < n && h.less(r, l) {
+			j = r
+		}
+		if !h.less(j, i) {
+			return
+		}
+		h.s[i], h.s[j] = h.s[j], h.s[i]
+		i = j
+	}
+}
