@@ -30,12 +30,17 @@ import (
 //
 // direct is the client calling the upstream itself; passthrough goes
 // through the gateway in mode off; tool_call through the bridge meta-tool.
-// Each reports its own p50 and p99 besides the mean (ns/op), and the CPU
+// The gateway's client is in process, on the gateway's own transport
+// (InProcessTransport, see benchGateway), so a call goes through the front
+// every real client goes through. Each reports its own p50 and p99 besides the mean (ns/op), and the CPU
 // time of this process per call (cpu-ns/op: client and gateway, not a
 // stdio upstream's own process), which moves much less with the machine's
 // load than wall-clock time.
 
-// benchGateway returns a client on a gateway in front of spec.
+// benchGateway returns a client on a gateway in front of spec: mcp-go's
+// client on the gateway's InProcessTransport, whose requests go through
+// g.handleMessage (the tools/call fast path, mcp-go's HandleMessage for
+// everything else), as a stdio or HTTP client's do.
 func benchGateway(b *testing.B, mode config.Mode, spec upstream.Spec) *client.Client {
 	b.Helper()
 	cfg := config.Default()
@@ -48,10 +53,7 @@ func benchGateway(b *testing.B, mode config.Mode, spec upstream.Spec) *client.Cl
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = g.Close() })
-	c, err := client.NewInProcessClient(g.MCPServer())
-	if err != nil {
-		b.Fatal(err)
-	}
+	c := g.InProcessClient(ClientHandlers{})
 	startClient(b, c)
 	return c
 }
@@ -95,6 +97,26 @@ func echoCall(name string, meta bool) mcp.CallToolRequest {
 	return req
 }
 
+// BenchmarkToolCallInProcess is one tools/call of echo ({"text":"hello"})
+// on an in-process upstream, with mcp-go's client on each path, initialized
+// in protocol 2026-07-28 (every request carries its _meta):
+//
+//   - direct: mcp-go's client on mcp-go's in-process transport on the
+//     upstream's server: the request encoded, the upstream's HandleMessage,
+//     the answer encoded and decoded again.
+//   - passthrough: mcp-go's client on the gateway's InProcessTransport: the
+//     request encoded, the gateway's fast path (fastpath.go) in mode off,
+//     the call sent to the upstream through upstream.Conn on mcp-go's
+//     in-process transport (as direct sends it: encoded, the upstream's
+//     HandleMessage, the answer encoded and decoded again), the upstream's
+//     result decoded for the checks and the gateway's answer encoded once
+//     (encodeAnswer, as the stdio front writes it; mcp-go's transport would
+//     encode it and decode it again).
+//   - tool_call: passthrough's path in mode on, through the tool_call
+//     meta-tool: its arguments validated against the upstream tool's schema.
+//
+// The client's own work (building the request, decoding the result) is in
+// every path alike.
 func BenchmarkToolCallInProcess(b *testing.B) {
 	b.Run("direct", func(b *testing.B) {
 		c, err := client.NewInProcessClient(echoServer("up"))

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 )
@@ -22,10 +21,7 @@ var serverCapabilityKeys = []string{"experimental", "logging", "completions", "p
 func TestInitializeAdvertisesOnlyServerCapabilities(t *testing.T) {
 	g, _ := startGateway(t, testConfig(), map[string]*server.MCPServer{"alpha": echoServer("alpha")})
 	ctx := context.Background()
-	c, err := client.NewInProcessClient(g.MCPServer())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := g.InProcessClient(ClientHandlers{})
 	t.Cleanup(func() { _ = c.Close() })
 	if err := c.Start(ctx); err != nil {
 		t.Fatal(err)

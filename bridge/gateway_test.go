@@ -83,15 +83,18 @@ func startGateway(t *testing.T, cfg *config.Config, upstreams map[string]*server
 	return g, connectClient(t, g, mcp.ClientCapabilities{})
 }
 
-// connectClient attaches one more in-process client to g, declaring caps;
-// opts give it handlers (elicitation, sampling).
-func connectClient(t *testing.T, g *Gateway, caps mcp.ClientCapabilities, opts ...client.ClientOption) *client.Client {
+// connectClient attaches one more in-process client to g, declaring caps.
+func connectClient(t *testing.T, g *Gateway, caps mcp.ClientCapabilities) *client.Client {
+	t.Helper()
+	return connectClientWith(t, g, caps, ClientHandlers{})
+}
+
+// connectClientWith is connectClient for a client whose handlers (for
+// elicitation, sampling) are h.
+func connectClientWith(t *testing.T, g *Gateway, caps mcp.ClientCapabilities, h ClientHandlers) *client.Client {
 	t.Helper()
 	ctx := context.Background()
-	c, err := client.NewInProcessClientWithOptions(g.MCPServer(), opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := g.InProcessClient(h)
 	if err := c.Start(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -322,10 +322,7 @@ func TestActivateRevealsPerSession(t *testing.T) {
 	cfg.Disclosure = config.DisclosureActivate
 	cfg.Search.RevealLimit = 2
 	g, first := startBridge(t, cfg)
-	second, err := client.NewInProcessClient(g.MCPServer())
-	if err != nil {
-		t.Fatal(err)
-	}
+	second := g.InProcessClient(ClientHandlers{})
 	ctx := context.Background()
 	if err := second.Start(ctx); err != nil {
 		t.Fatal(err)

@@ -40,10 +40,7 @@ func metaRecorder(got *sync.Map) *server.MCPServer {
 func startTraced(t *testing.T, cfg *config.Config, upstreams map[string]*server.MCPServer) (*tracetest.InMemoryExporter, *client.Client) {
 	t.Helper()
 	exp, g := startTracedGateway(t, cfg, upstreams)
-	c, err := client.NewInProcessClient(g.MCPServer())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := g.InProcessClient(ClientHandlers{})
 	if err := c.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -455,10 +454,7 @@ func TestInitializeInstructionsTeachBridgeMode(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = g.Close() })
-	c, err := client.NewInProcessClient(g.MCPServer())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := g.InProcessClient(ClientHandlers{})
 	if err := c.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

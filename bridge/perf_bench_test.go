@@ -62,10 +62,7 @@ func BenchmarkToolSearch10k(b *testing.B) {
 		client func(testing.TB, *Gateway) *client.Client
 	}{
 		{"client=inprocess", func(tb testing.TB, g *Gateway) *client.Client {
-			c, err := client.NewInProcessClient(g.MCPServer())
-			if err != nil {
-				tb.Fatal(err)
-			}
+			c := g.InProcessClient(ClientHandlers{})
 			return startClient(tb, c)
 		}},
 		{"client=stdio", stdioPipeClient},
@@ -216,11 +213,12 @@ func runAdded(b *testing.B, direct, pass, bridged *client.Client, plain, meta mc
 //   - handler: the tool_call handler called as a function: name
 //     resolution, argument validation, spans and hooks, forwarding and
 //     decoding the result
-//   - toolcall: the whole MCP path, an in-process client through mcp-go's
-//     server to the handler
+//   - toolcall: the whole MCP path, mcp-go's client on the gateway's
+//     InProcessTransport, through the gateway's front (the tools/call fast
+//     path) to the handler
 //
-// handler-request is the gateway's own work; toolcall-handler is mcp-go's
-// in-process client and server.
+// handler-request is the gateway's own work; toolcall-handler is the
+// client, the transport and the fast path.
 func BenchmarkToolCallBreakdown(b *testing.B) {
 	bin := demoServer(b)
 	direct, err := client.NewStdioMCPClient(bin, nil, "math")
@@ -229,10 +227,7 @@ func BenchmarkToolCallBreakdown(b *testing.B) {
 	}
 	startClient(b, direct)
 	g := newTestGateway(b, config.ModeOn, []upstream.Spec{{Name: "up", Config: config.Server{Command: bin, Args: []string{"math"}}}})
-	c, err := client.NewInProcessClient(g.MCPServer())
-	if err != nil {
-		b.Fatal(err)
-	}
+	c := g.InProcessClient(ClientHandlers{})
 	startClient(b, c)
 	u, ok := g.pool.Get("up")
 	if !ok {

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 )
@@ -46,7 +45,7 @@ func (model) CreateMessage(context.Context, mcp.CreateMessageRequest) (*mcp.Crea
 // when it did not (#24, item 10).
 func TestSamplingReachesOnlyClientsThatDeclareIt(t *testing.T) {
 	g, _ := startGateway(t, testConfig(), map[string]*server.MCPServer{"asker": samplingServer()})
-	able := connectClient(t, g, mcp.ClientCapabilities{Sampling: &mcp.SamplingCapability{}}, client.WithSamplingHandler(model{}))
+	able := connectClientWith(t, g, mcp.ClientCapabilities{Sampling: &mcp.SamplingCapability{}}, ClientHandlers{Sampling: model{}})
 	if _, text := callText(t, able, "ask", nil); text != "model: hi there" {
 		t.Errorf("a client with sampling: ask answered %q, want the model's answer", text)
 	}

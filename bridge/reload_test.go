@@ -65,10 +65,7 @@ func gatewayWith(t *testing.T, cfg *config.Config, specs []upstream.Spec) (*Gate
 	if err := g.Connect(context.Background(), specs); err != nil {
 		t.Fatalf("Connect: %v", err)
 	}
-	c, err := client.NewInProcessClient(g.MCPServer())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := g.InProcessClient(ClientHandlers{})
 	return g, startClient(t, c)
 }
 
@@ -176,10 +173,7 @@ func TestReloadRejectsBrokenConfigAndKeepsServing(t *testing.T) {
 
 func TestReloadLetsCallsOnReplacedServerFinish(t *testing.T) {
 	g, release, entered := gatedGateway(t, time.Minute)
-	c, err := client.NewInProcessClient(g.MCPServer())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := g.InProcessClient(ClientHandlers{})
 	startClient(t, c)
 	old, _ := g.pool.Get("gate")
 	got := callWait(t, c, entered)

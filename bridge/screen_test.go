@@ -439,7 +439,7 @@ func TestDestructivePolicy(t *testing.T) {
 			c := connectClient(t, g, mcp.ClientCapabilities{})
 			if tc.elicit != nil {
 				tc.elicit.asked = make(chan string, 1)
-				c = connectClient(t, g, mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{}}, client.WithElicitationHandler(tc.elicit))
+				c = connectClientWith(t, g, mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{}}, ClientHandlers{Elicitation: tc.elicit})
 			}
 			res, text := callText(t, c, tc.tool, nil)
 			if res.IsError == tc.wantRun || !strings.Contains(text, tc.want) {

@@ -130,10 +130,7 @@ func timeGateway(b *testing.B, specs []upstream.Spec, stateDir string) time.Dura
 	if err := g.Connect(context.Background(), specs); err != nil {
 		b.Fatal(err)
 	}
-	c, err := client.NewInProcessClient(g.MCPServer())
-	if err != nil {
-		b.Fatal(err)
-	}
+	c := g.InProcessClient(ClientHandlers{})
 	defer c.Close()
 	if n := listAfterInit(b, c); n < len(specs) {
 		b.Fatalf("the gateway lists %d tools for %d servers", n, len(specs))

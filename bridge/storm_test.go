@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
@@ -55,10 +54,7 @@ func TestNotificationStormIsCoalesced(t *testing.T) {
 	if err := g.Connect(context.Background(), []upstream.Spec{{Name: "storm", InProcess: up}}); err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.NewInProcessClient(g.MCPServer())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := g.InProcessClient(ClientHandlers{})
 	c = startClient(t, c)
 	var downstream atomic.Int64
 	c.OnNotification(func(n mcp.JSONRPCNotification) {
@@ -176,10 +172,7 @@ func TestDownstreamListChangedIsDebounced(t *testing.T) {
 	if err := g.Connect(context.Background(), []upstream.Spec{{Name: "churn", InProcess: up}}); err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.NewInProcessClient(g.MCPServer())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := g.InProcessClient(ClientHandlers{})
 	c = startClient(t, c)
 	var told atomic.Int64
 	c.OnNotification(func(n mcp.JSONRPCNotification) {
