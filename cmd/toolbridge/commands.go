@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
 	"github.com/spf13/cobra"
 
 	"github.com/toolbridge/toolbridge/bridge"
@@ -26,7 +25,7 @@ import (
 // meta-tools resolve any tool, but exist only while something is
 // deferred); search leaves it unset and ranks what a client's tool_search
 // would.
-func (a *app) bridgedSession(ctx context.Context, f *configFlags, everyTool bool, opts ...client.ClientOption) (*session, error) {
+func (a *app) bridgedSession(ctx context.Context, f *configFlags, everyTool bool, h bridge.ClientHandlers) (*session, error) {
 	cfg, specs, err := f.loadWithServers(a.environ)
 	if err != nil {
 		return nil, err
@@ -35,7 +34,7 @@ func (a *app) bridgedSession(ctx context.Context, f *configFlags, everyTool bool
 	if everyTool {
 		cfg.Tools = append(cfg.Tools, config.ToolRule{Match: "*", Class: config.ClassDeferrable})
 	}
-	s, err := openSession(ctx, cfg, specs, a.io.err, a.environ, opts...)
+	s, err := openSession(ctx, cfg, specs, a.io.err, a.environ, h)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +114,7 @@ several. 'toolbridge tools' lists every tool instead.`,
 		if strings.TrimSpace(strings.Join(args, "")) == "" {
 			return usageErrorf(cmd, `search needs a QUERY, the words to rank tools for (toolbridge search "create an issue" -c FILE); 'toolbridge tools' lists every tool`)
 		}
-		s, err := a.bridgedSession(cmd.Context(), f, false)
+		s, err := a.bridgedSession(cmd.Context(), f, false, bridge.ClientHandlers{})
 		if err != nil {
 			return err
 		}
@@ -163,7 +162,7 @@ server__tool, any case.`,
 		if *format != "mcp" && *format != "openai" {
 			return usageErrorf(cmd, "--format must be mcp or openai, got %q", *format)
 		}
-		s, err := a.bridgedSession(cmd.Context(), f, true)
+		s, err := a.bridgedSession(cmd.Context(), f, true, bridge.ClientHandlers{})
 		if err != nil {
 			return err
 		}
@@ -203,7 +202,7 @@ the values the request's schema gives as defaults.`,
 		if err != nil {
 			return usageError{cmd: cmd, err: err}
 		}
-		s, err := a.bridgedSession(cmd.Context(), f, true, client.WithElicitationHandler(e))
+		s, err := a.bridgedSession(cmd.Context(), f, true, bridge.ClientHandlers{Elicitation: e})
 		if err != nil {
 			return err
 		}

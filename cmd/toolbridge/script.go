@@ -47,7 +47,7 @@ var demoScript = []scriptStep{
 // against it.
 func runScript(ctx context.Context, cfg *config.Config, specs []upstream.Spec, io stdio, environ []string) error {
 	fmt.Fprintf(io.out, "== Connecting to %d demo servers\n", len(specs))
-	s, err := openSession(ctx, cfg, specs, io.out, environ)
+	s, err := openSession(ctx, cfg, specs, io.out, environ, bridge.ClientHandlers{})
 	if err != nil {
 		return err
 	}

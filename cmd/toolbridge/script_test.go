@@ -22,7 +22,7 @@ func TestDemoMetaAnswersMatchOutputSchemas(t *testing.T) {
 	ctx := context.Background()
 	cfg := config.Default()
 	cfg.Mode = config.ModeOn
-	s, err := openSession(ctx, &cfg, demoSpecs(&cfg), io.Discard, nil)
+	s, err := openSession(ctx, &cfg, demoSpecs(&cfg), io.Discard, nil, bridge.ClientHandlers{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,9 +24,10 @@ type session struct {
 }
 
 // openSession starts a gateway for specs and attaches an in-process
-// client to it; opts configure that client (how it answers elicitation,
-// for one).
-func openSession(ctx context.Context, cfg *config.Config, specs []upstream.Spec, progress io.Writer, environ []string, opts ...client.ClientOption) (*session, error) {
+// client to it, on the gateway's own transport (the front a real client
+// goes through); h are that client's handlers (how it answers
+// elicitation, for one).
+func openSession(ctx context.Context, cfg *config.Config, specs []upstream.Spec, progress io.Writer, environ []string, h bridge.ClientHandlers) (*session, error) {
 	g, err := bridge.New(cfg, bridge.Options{Environ: environ, Progress: progress})
 	if err != nil {
 		return nil, err
@@ -34,11 +35,7 @@ func openSession(ctx context.Context, cfg *config.Config, specs []upstream.Spec,
 	if err := g.Connect(ctx, specs); err != nil {
 		fmt.Fprintln(progress, "toolbridge: continuing without the servers that failed")
 	}
-	c, err := client.NewInProcessClientWithOptions(g.MCPServer(), opts...)
-	if err != nil {
-		_ = g.Close()
-		return nil, fmt.Errorf("creating in-process client: %w", err)
-	}
+	c := g.InProcessClient(h)
 	if err := c.Start(ctx); err != nil {
 		_ = g.Close()
 		return nil, fmt.Errorf("starting in-process client: %w", err)
