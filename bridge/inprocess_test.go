@@ -316,3 +316,43 @@ func TestDecodedID(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkInProcessResponse is what the gateway's InProcessTransport
+// saves on one answer against mcp-go's in-process transport: a tool's
+// plain answer of 2026-07-28 (text, structured content, resultType and
+// the server's identity) handed to the client as a response, by
+// inProcessResponse (encoded once) and by mcp-go's round trip (encoded,
+// then decoded again). BenchmarkToolCallInProcess's gateway paths have
+// the first, its direct path the second; the difference is part of
+// their ratio, and this states how large it is.
+func BenchmarkInProcessResponse(b *testing.B) {
+	res := &mcp.CallToolResult{
+		Content:              []mcp.Content{mcp.TextContent{Type: "text", Text: "up:hello"}},
+		RawStructuredContent: json.RawMessage(`{"server":"up","text":"hello"}`),
+		StructuredContent:    map[string]any{"server": "up", "text": "hello"},
+	}
+	res.ResultType = mcp.ResultTypeComplete
+	res.EnsureResultMeta().SetServerInfo(mcp.Implementation{Name: serverName, Version: Version})
+	answer := mcp.NewJSONRPCResultResponse(mcp.NewRequestId(float64(3)), any(res))
+	b.Run("gateway", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := inProcessResponse(answer); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("mcp-go", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			encoded, err := json.Marshal(answer)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var resp transport.JSONRPCResponse
+			if err := json.Unmarshal(encoded, &resp); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -204,11 +204,7 @@ func (u *Conn) connect(ctx, life context.Context) error {
 func (u *Conn) newTransport() (transport.Interface, error) {
 	s := u.spec
 	if s.InProcess != nil {
-		return transport.NewInProcessTransportWithOptions(s.InProcess,
-			transport.WithSamplingHandler(peer{u}),
-			transport.WithElicitationHandler(peer{u}),
-			transport.WithRootsHandler(peer{u}),
-		), nil
+		return newInProcessTransport(s.InProcess, peer{u}), nil
 	}
 	cfg := s.Config
 	switch cfg.UpstreamTransport() {
