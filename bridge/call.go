@@ -978,12 +978,12 @@ func decodePlainText(raw []byte) (res *mcp.CallToolResult, ok bool) {
 		end := skipValue(raw, i)
 		value := raw[i:end]
 		switch {
-		case key == "content" && !seenContent:
+		case string(key) == "content" && !seenContent:
 			seenContent = true
 			if res.Content, ok = plainTextBlocks(value); !ok {
 				return nil, false
 			}
-		case key == "isError" && !seenError:
+		case string(key) == "isError" && !seenError:
 			seenError = true
 			switch string(value) {
 			case "true":
@@ -992,7 +992,7 @@ func decodePlainText(raw []byte) (res *mcp.CallToolResult, ok bool) {
 			default:
 				return nil, false
 			}
-		case key == "structuredContent" && !seenStructured && string(value) != "null":
+		case string(key) == "structuredContent" && !seenStructured && string(value) != "null":
 			seenStructured = true
 			res.RawStructuredContent = append(json.RawMessage(nil), value...)
 			if err := json.Unmarshal(value, &res.StructuredContent); err != nil {
@@ -1010,17 +1010,19 @@ func decodePlainText(raw []byte) (res *mcp.CallToolResult, ok bool) {
 }
 
 // plainKey reads the member key starting at raw[i] (its opening quote) of
-// a valid document, and returns it and the index after its colon; ok is
-// false for a key with escapes or bytes beyond ASCII.
-func plainKey(raw []byte, i int) (key string, next int, ok bool) {
+// a valid document, and returns it (the bytes between its quotes, which
+// callers compare as string(key), a conversion that allocates nothing)
+// and the index after its colon; ok is false for a key with escapes or
+// bytes beyond ASCII.
+func plainKey(raw []byte, i int) (key []byte, next int, ok bool) {
 	end := i + 1
 	for raw[end] != '"' {
 		if raw[end] == '\\' || raw[end] >= 0x80 {
-			return "", 0, false
+			return nil, 0, false
 		}
 		end++
 	}
-	return string(raw[i+1 : end]), skipSpace(raw, end+1) + 1, true
+	return raw[i+1 : end], skipSpace(raw, end+1) + 1, true
 }
 
 // plainTextBlocks decodes a content array of text blocks that have
@@ -1049,9 +1051,9 @@ func plainTextBlocks(value []byte) (blocks []mcp.Content, ok bool) {
 			i = skipSpace(value, next)
 			end := skipValue(value, i)
 			switch {
-			case key == "type" && !seenType && string(value[i:end]) == `"text"`:
+			case string(key) == "type" && !seenType && string(value[i:end]) == `"text"`:
 				seenType = true
-			case key == "text" && !seenText && value[i] == '"':
+			case string(key) == "text" && !seenText && value[i] == '"':
 				seenText = true
 				if text, ok = jsonString(value[i:end]); !ok {
 					return nil, false

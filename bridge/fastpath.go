@@ -82,6 +82,7 @@ import (
 	"log"
 	"net/http"
 	"reflect"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -193,9 +194,9 @@ func fastCallOf(msg []byte) (c fastCall, ok bool) {
 	}
 	var params []byte
 	seen := 0
-	ok = members(msg, func(key string, value []byte) bool {
+	ok = members(msg, func(key, value []byte) bool {
 		bit := 0
-		switch key {
+		switch string(key) {
 		case "jsonrpc":
 			bit = seenJSONRPC
 			if string(value) != `"2.0"` {
@@ -206,7 +207,8 @@ func fastCallOf(msg []byte) (c fastCall, ok bool) {
 			if value[0] != '"' && value[0] != '-' && (value[0] < '0' || value[0] > '9') {
 				return false // null, true, an object: mcp-go's
 			}
-			if json.Unmarshal(value, &c.id) != nil {
+			var read bool
+			if c.id, read = decodeID(value); !read {
 				return false
 			}
 			c.rawID = append(json.RawMessage(nil), value...)
@@ -229,9 +231,9 @@ func fastCallOf(msg []byte) (c fastCall, ok bool) {
 		return fastCall{}, false
 	}
 	seen = 0
-	ok = members(params, func(key string, value []byte) bool {
+	ok = members(params, func(key, value []byte) bool {
 		bit := 0
-		switch key {
+		switch string(key) {
 		case "name":
 			bit = seenName
 			var s bool
@@ -277,11 +279,28 @@ func fastCallOf(msg []byte) (c fastCall, ok bool) {
 	return c, true
 }
 
+// decodeID is json.Unmarshal of value, a string or number of a valid
+// document, into an any, without the decoder's set-up for what is one
+// string or number: a float64 as strconv reads it (ok is false where the
+// decoder fails, out of float64's range), a string as is unless it has
+// escapes or bytes that are not UTF-8, which the decoder reads.
+// FuzzDecodeID holds it to json.Unmarshal.
+func decodeID(value []byte) (id any, ok bool) {
+	if value[0] != '"' {
+		f, err := strconv.ParseFloat(string(value), 64)
+		return f, err == nil
+	}
+	if s, ok := jsonString(value); ok {
+		return s, true
+	}
+	return id, json.Unmarshal(value, &id) == nil
+}
+
 // members calls each with the key and value of every member of obj, a
 // JSON object from a valid document, until each returns false; it reports
 // false then, or when obj is not an object or has a key with escapes or
 // bytes beyond ASCII.
-func members(obj []byte, each func(key string, value []byte) bool) bool {
+func members(obj []byte, each func(key, value []byte) bool) bool {
 	i := skipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
 		return false

@@ -171,7 +171,7 @@ func (t *InProcessTransport) SendRequest(ctx context.Context, request transport.
 	if err != nil {
 		return nil, fmt.Errorf("encoding the request: %w", err)
 	}
-	return inProcessResponse(t.g.handleMessage(t.withSession(ctx), append(msg, '\n')))
+	return inProcessResponse(t.g.handleMessage(t.withSession(ctx), msg))
 }
 
 // SendNotification sends notification to the gateway. Unlike mcp-go's
@@ -183,7 +183,7 @@ func (t *InProcessTransport) SendNotification(ctx context.Context, notification 
 	if err != nil {
 		return fmt.Errorf("encoding the notification: %w", err)
 	}
-	t.g.handleMessage(t.withSession(ctx), append(msg, '\n'))
+	t.g.handleMessage(t.withSession(ctx), msg)
 	return nil
 }
 
@@ -221,7 +221,7 @@ var resultKey = []byte(`,"result":`)
 // and decoding the bytes again, with the result as raw bytes. A plain
 // tool result is encoded once (see the file's header).
 func inProcessResponse(msg mcp.JSONRPCMessage) (*transport.JSONRPCResponse, error) {
-	if r, ok := msg.(mcp.JSONRPCResponse); ok {
+	if r, ok := msg.(mcp.JSONRPCResponse); ok && r.JSONRPC == mcp.JSONRPC_VERSION {
 		if res, ok := r.Result.(*mcp.CallToolResult); ok && plainResult(res) {
 			if id, ok := decodedID(r.ID); ok {
 				line, err := appendPlainAnswer(r.ID, res)
