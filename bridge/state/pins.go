@@ -361,8 +361,13 @@ func (p *Pins) listen(ctx context.Context, sub *redis.PubSub, poll func(told boo
 			lastPoll = time.Now()
 			continue
 		case *redis.Message:
-			changed()
+			// The versions are read before the gateway is told, not
+			// after: a change written between the two (one whose message
+			// was lost) would otherwise be taken into last unseen, and
+			// no later poll would tell of it. Read first, anything after
+			// the read differs at the next poll.
 			poll(true)
+			changed()
 			lastPoll = time.Now()
 			continue
 		}
