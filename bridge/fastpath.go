@@ -633,11 +633,16 @@ func trimJSONSpace(line []byte) []byte {
 
 // stdioFront is the stdio line loop in front of mcp-go's StdioServer: it
 // answers the tools/call lines the fast path takes, each on a goroutine
-// of its own (a call may be long) that writes its answer itself, and
-// hands every other line, unchanged and in order, to the StdioServer
-// through a pipe. mcp-go keeps its stdio session private; the context it
-// serves requests in (the session in it) comes from its context func
-// (see contextFunc).
+// other than the reader's (a call may be long) that writes its answer
+// itself, and hands every other line, unchanged and in order, to the
+// StdioServer through a pipe. mcp-go keeps its stdio session private; the
+// context it serves requests in (the session in it) comes from its
+// context func (see contextFunc).
+//
+// The goroutines that serve the calls are kept (see work): a goroutine
+// started for each call began with a small stack and grew it on every
+// call, copying it once or twice, which was about 6% of the gateway's CPU
+// a call over stdio (#25).
 type stdioFront struct {
 	g      *Gateway
 	out    *lockedWriter
@@ -652,10 +657,29 @@ type stdioFront struct {
 	inflight map[string]context.CancelFunc
 	stopped  bool // by stop: no new fast call starts
 	calls    sync.WaitGroup
+	// jobs hands a call to a worker waiting for one (see work); idle
+	// counts those, and quit, closed by stop, ends them.
+	jobs chan fastJob
+	idle atomic.Int32
+	quit chan struct{}
 }
 
+// fastJob is one fast call for a worker: the call, its context and the
+// key it is cancelled by.
+type fastJob struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	key    string
+	c      fastCall
+}
+
+// maxIdleWorkers bounds the workers kept waiting for a call: more calls
+// at once than that start goroutines that end after their call.
+const maxIdleWorkers = 4
+
 func newStdioFront(g *Gateway, out *lockedWriter, logger *log.Logger) *stdioFront {
-	return &stdioFront{g: g, out: out, logger: logger, inflight: map[string]context.CancelFunc{}}
+	return &stdioFront{g: g, out: out, logger: logger, inflight: map[string]context.CancelFunc{},
+		jobs: make(chan fastJob), quit: make(chan struct{})}
 }
 
 // contextFunc is the StdioServer's context func: it keeps the context
@@ -729,27 +753,61 @@ func (f *stdioFront) serve(line []byte) bool {
 	f.inflight[key] = cancel
 	f.calls.Add(1)
 	f.mu.Unlock()
-	go func() {
-		defer f.calls.Done()
-		defer func() {
-			f.mu.Lock()
-			delete(f.inflight, key)
-			f.mu.Unlock()
-			cancel()
-		}()
-		f.write(f.answer(ctx, c), c.rawID)
-	}()
+	j := fastJob{ctx: ctx, cancel: cancel, key: key, c: c}
+	select {
+	case f.jobs <- j: // a worker was waiting
+	default:
+		go f.work(j)
+	}
 	return true
 }
 
+// work serves j, then waits for the next call while fewer than
+// maxIdleWorkers others wait, until stop. A worker keeps the stack its
+// calls grew: a call runs the gateway's whole pipeline, deeper than a
+// new goroutine's first stack.
+func (f *stdioFront) work(j fastJob) {
+	for {
+		f.do(j)
+		if f.idle.Add(1) > maxIdleWorkers {
+			f.idle.Add(-1)
+			return
+		}
+		select {
+		case j = <-f.jobs:
+			f.idle.Add(-1)
+		case <-f.quit:
+			f.idle.Add(-1)
+			return
+		}
+	}
+}
+
+// do answers one fast call and forgets it.
+func (f *stdioFront) do(j fastJob) {
+	defer f.calls.Done()
+	defer func() {
+		f.mu.Lock()
+		delete(f.inflight, j.key)
+		f.mu.Unlock()
+		j.cancel()
+	}()
+	f.write(f.answer(j.ctx, j.c), j.c.rawID)
+}
+
 // stop ends the fast path: the calls still running are cancelled, no new
-// one starts, and it returns once every answer is written.
+// one starts, and it returns once every answer is written and the
+// workers have ended.
 func (f *stdioFront) stop() {
 	f.mu.Lock()
+	already := f.stopped
 	f.stopped = true
 	f.mu.Unlock()
 	f.endCalls()
 	f.calls.Wait()
+	if !already {
+		close(f.quit)
+	}
 }
 
 // answer is the fast call's answer; a panic outside the tool handler
