@@ -92,9 +92,18 @@ func (u *Conn) startChild(cfg config.Server) (*child, error) {
 // as it starts) has nowhere to go. mcp-go would log that failed write at
 // error level after every one-shot command. Any other write error, such as
 // the child having exited, is returned as it is.
-func (c *child) transportStdin() io.WriteCloser { return closedWritesDropped{c.stdin} }
+func (c *child) transportStdin() io.WriteCloser { return closedWritesDropped{pipeIO(c.stdin)} }
 
-type closedWritesDropped struct{ f *os.File }
+type closedWritesDropped struct{ f io.WriteCloser }
+
+// pipeIO is f as the transport reads or writes it: a PollPipe when it can
+// be one (os.Pipe's ends always can on Linux), else f itself.
+func pipeIO(f *os.File) io.ReadWriteCloser {
+	if p, ok := NewPollPipe(f); ok {
+		return p
+	}
+	return f
+}
 
 func (w closedWritesDropped) Write(p []byte) (int, error) {
 	n, err := w.f.Write(p)
@@ -186,7 +195,7 @@ func (c *child) ended() string {
 // keeps serving. Any other line past the limit (a flood of output that is
 // no answer) cuts stdout and kills the child.
 func (c *child) limitedStdout() io.Reader {
-	watched := &junkWatcher{r: c.stdout, onJunk: func(line string) {
+	watched := &junkWatcher{r: pipeIO(c.stdout), onJunk: func(line string) {
 		c.mu.Lock()
 		c.junk = line
 		c.mu.Unlock()

@@ -200,7 +200,9 @@ func serve(ctx context.Context, cfg *config.Config, specs []upstream.Spec, logge
 	}
 	in, restore := pollableStdin(io.in)
 	defer restore()
-	return g.ServeStdio(ctx, in, io.out, io.err)
+	out, restoreOut := pollableStdout(io.out)
+	defer restoreOut()
+	return g.ServeStdio(ctx, in, out, io.err)
 }
 
 func where(cfg *config.Config, ln net.Listener) string {

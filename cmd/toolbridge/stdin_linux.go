@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"syscall"
+
+	"github.com/toolbridge/toolbridge/bridge/upstream"
 )
 
 // pollableStdin returns the gateway's stdin as a file Go's poller waits
@@ -28,23 +30,54 @@ import (
 // anything else is returned as it is, and so is a stdin that is also
 // stdout or stderr (one socket for both, as inetd or systemd hand it):
 // writes to a blocking-mode os.File would fail with EAGAIN.
+//
+// The file returned is read with raw system calls (upstream.PollPipe):
+// the runtime's syscall entry woke sysmon on every line (#25).
 func pollableStdin(in io.Reader) (io.Reader, func()) {
 	return pollable(in, syscall.Stdout, syscall.Stderr)
+}
+
+// pollableStdout is pollableStdin for the gateway's stdout, which a client
+// hands over as a blocking pipe too: each answer was a blocking write(2)
+// through the runtime's syscall entry, which woke sysmon (see
+// upstream.PollPipe). A stdout that is also stdin or stderr is returned as
+// it is, as is anything but a pipe or socket.
+func pollableStdout(out io.Writer) (io.Writer, func()) {
+	f, ok := out.(*os.File)
+	if !ok {
+		return out, func() {}
+	}
+	p, restore := pollableFile(f, syscall.Stdin, syscall.Stderr)
+	if p == f {
+		return out, restore
+	}
+	return p, restore
 }
 
 // pollable is pollableStdin, with the descriptors that must not share
 // in's file given.
 func pollable(in io.Reader, writers ...int) (io.Reader, func()) {
-	keep := func() {}
 	f, ok := in.(*os.File)
 	if !ok {
-		return in, keep
+		return in, func() {}
 	}
+	p, restore := pollableFile(f, writers...)
+	if p == f {
+		return in, restore
+	}
+	return p, restore
+}
+
+// pollableFile is f switched to the poller, as a PollPipe, or f itself
+// when it is not a blocking pipe or socket or shares its file with one of
+// others.
+func pollableFile(f *os.File, others ...int) (io.ReadWriter, func()) {
+	keep := func() {}
 	// Through SyscallConn: f.Fd() would switch a pollable file to
 	// blocking mode.
 	rc, err := f.SyscallConn()
 	if err != nil {
-		return in, keep
+		return f, keep
 	}
 	fd := -1
 	_ = rc.Control(func(orig uintptr) {
@@ -55,7 +88,7 @@ func pollable(in io.Reader, writers ...int) (io.Reader, func()) {
 		if mode := st.Mode & syscall.S_IFMT; mode != syscall.S_IFIFO && mode != syscall.S_IFSOCK {
 			return
 		}
-		for _, w := range writers {
+		for _, w := range others {
 			var wst syscall.Stat_t
 			if syscall.Fstat(w, &wst) == nil && wst.Dev == st.Dev && wst.Ino == st.Ino {
 				return
@@ -71,15 +104,19 @@ func pollable(in io.Reader, writers ...int) (io.Reader, func()) {
 		}
 	})
 	if fd < 0 {
-		return in, keep
+		return f, keep
 	}
 	if err := syscall.SetNonblock(fd, true); err != nil {
 		_ = syscall.Close(fd)
-		return in, keep
+		return f, keep
 	}
 	// NewFile sees the non-blocking mode and registers fd with the poller.
 	p := os.NewFile(uintptr(fd), f.Name())
-	return p, func() {
+	var rw io.ReadWriter = p
+	if raw, ok := upstream.NewPollPipe(p); ok {
+		rw = raw
+	}
+	return rw, func() {
 		// Closing first wakes a read still waiting in the poller; the
 		// mode is then cleared through the original descriptor.
 		_ = p.Close()

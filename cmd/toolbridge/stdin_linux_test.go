@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/toolbridge/toolbridge/bridge/upstream"
 )
 
 // blockingPipe is a pipe as a client hands it to its server: both ends in
@@ -47,9 +49,9 @@ func nonblocking(t *testing.T, f *os.File) bool {
 func TestPollableStdin(t *testing.T) {
 	r, w := blockingPipe(t)
 	in, restore := pollableStdin(r)
-	p, ok := in.(*os.File)
-	if !ok || p == r {
-		t.Fatalf("got %T %p, want a new *os.File for the pipe", in, in)
+	p, ok := in.(*upstream.PollPipe)
+	if !ok {
+		t.Fatalf("got %T, want the pipe read with raw system calls", in)
 	}
 	if !nonblocking(t, r) {
 		t.Fatal("the pipe is still in blocking mode")
@@ -138,5 +140,61 @@ func TestPollableStdinLeavesOthers(t *testing.T) {
 		if got != in {
 			t.Errorf("%s: got %v, want it returned as is", name, got)
 		}
+	}
+}
+
+// TestPollableStdout: a blocking pipe on stdout is written through the
+// poller (non-blocking, raw writes): a write larger than the pipe holds
+// is written whole while the client reads, and restore puts the pipe back
+// in blocking mode with stdout still open.
+func TestPollableStdout(t *testing.T) {
+	r, w := blockingPipe(t)
+	out, restore := pollableStdout(w)
+	if _, ok := out.(*upstream.PollPipe); !ok {
+		t.Fatalf("got %T, want the pipe written with raw system calls", out)
+	}
+	if !nonblocking(t, w) {
+		t.Fatal("the pipe is still in blocking mode")
+	}
+	big := make([]byte, 1<<20) // the pipe holds 64 KiB
+	for i := range big {
+		big[i] = byte('a' + i%26)
+	}
+	read := make(chan []byte, 1)
+	go func() { b, _ := io.ReadAll(io.LimitReader(r, int64(len(big)))); read <- b }()
+	if n, err := out.Write(big); n != len(big) || err != nil {
+		t.Fatalf("wrote %d of %d bytes: %v", n, len(big), err)
+	}
+	select {
+	case got := <-read:
+		if string(got) != string(big) {
+			t.Fatalf("the client read %d bytes, not what was written", len(got))
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the client never read the whole write")
+	}
+	restore()
+	if nonblocking(t, w) {
+		t.Fatal("restore left the pipe in non-blocking mode")
+	}
+	if _, err := w.Write([]byte("more\n")); err != nil {
+		t.Fatalf("stdout after restore: %v", err)
+	}
+}
+
+// TestPollableStdoutSharedWithStderr: a stdout that is also stderr (2>&1
+// into one pipe) stays in blocking mode, where the gateway's log writes
+// expect it.
+func TestPollableStdoutSharedWithStderr(t *testing.T) {
+	_, w := blockingPipe(t)
+	errFd, err := syscall.Dup(int(w.Fd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(errFd)
+	got, restore := pollableFile(w, errFd)
+	restore()
+	if got != io.ReadWriter(w) || nonblocking(t, w) {
+		t.Fatalf("got %T (non-blocking %v), want stdout as it is", got, nonblocking(t, w))
 	}
 }
