@@ -24,14 +24,13 @@ package bridge
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"sync"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolbridge/toolbridge/bridge/upstream"
 )
 
 // ClientHandlers answer the requests the gateway sends an in-process
@@ -47,7 +46,7 @@ type ClientHandlers struct {
 // InProcessClient returns an MCP client of g in this process, not yet
 // started: what client.NewInProcessClientWithOptions(g.MCPServer(), ...)
 // returns, with h's handlers among the options, but on the gateway's own
-// transport (InProcessTransport), so that its requests go through the
+// transport (Gateway.InProcessTransport), so that its requests go through the
 // front every real client goes through. opts are further client options;
 // handlers belong in h.
 func (g *Gateway) InProcessClient(h ClientHandlers, opts ...client.ClientOption) *client.Client {
@@ -65,152 +64,24 @@ func (g *Gateway) InProcessClient(h ClientHandlers, opts ...client.ClientOption)
 	return client.NewClient(g.InProcessTransport(h), opts...)
 }
 
-// InProcessTransport is an mcp-go client transport to a gateway in the
-// same process (see the file's header).
-type InProcessTransport struct {
-	g         *Gateway
-	sessionID string
-	// The session's handlers, as mcp-go's in-process client wraps a
-	// client's: a nil result is an error.
-	sampling    server.SamplingHandler
-	elicitation server.ElicitationHandler
-	roots       server.RootsHandler
-
-	mu      sync.Mutex // guards session, started and closed
-	session *server.InProcessSession
-	started bool
-	closed  bool
-
-	notifyMu       sync.RWMutex
-	onNotification func(mcp.JSONRPCNotification)
-
-	done      chan struct{}
-	closeOnce sync.Once
-}
-
-var _ transport.Interface = (*InProcessTransport)(nil)
-
-// InProcessTransport returns a transport to g for one client whose
-// handlers are h.
-func (g *Gateway) InProcessTransport(h ClientHandlers) *InProcessTransport {
-	t := &InProcessTransport{g: g, sessionID: g.srv.GenerateInProcessSessionID(), done: make(chan struct{})}
+// InProcessTransport returns an mcp-go client transport to g for one
+// client whose handlers are h, in this process: upstream's
+// InProcessTransport with g.handleMessage in place of HandleMessage (see
+// the file's header), and the client's notifications sent in its session,
+// as over stdio or HTTP.
+func (g *Gateway) InProcessTransport(h ClientHandlers) *upstream.InProcessTransport {
+	o := upstream.InProcessOptions{Handle: g.handleMessage, Respond: inProcessResponse, NotifyInSession: true}
 	if h.Sampling != nil {
-		t.sampling = samplingHandler{h.Sampling}
+		o.Sampling = samplingHandler{h.Sampling}
 	}
 	if h.Elicitation != nil {
-		t.elicitation = elicitationHandler{h.Elicitation}
+		o.Elicitation = elicitationHandler{h.Elicitation}
 	}
 	if h.Roots != nil {
-		t.roots = rootsHandler{h.Roots}
+		o.Roots = rootsHandler{h.Roots}
 	}
-	return t
+	return upstream.NewInProcessTransport(g.srv, o)
 }
-
-// Start registers the client's session with the gateway's server and
-// starts handing the server's notifications to the client. Starting again
-// does nothing; a closed transport does not start.
-func (t *InProcessTransport) Start(ctx context.Context) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed {
-		return transport.ErrTransportClosed
-	}
-	if t.started {
-		return nil
-	}
-	// Registered under the lock, as mcp-go's transport does: a Close that
-	// runs at the same time either comes first (and Start refuses) or
-	// sees the session and unregisters it.
-	session := server.NewInProcessSessionWithHandlers(t.sessionID, t.sampling, t.elicitation, t.roots)
-	if err := t.g.srv.RegisterSession(ctx, session); err != nil {
-		return fmt.Errorf("registering the in-process session: %w", err)
-	}
-	t.session = session
-	t.started = true
-	go t.forwardNotifications(session)
-	return nil
-}
-
-// forwardNotifications hands the server's notifications to the client's
-// handler until Close.
-func (t *InProcessTransport) forwardNotifications(session *server.InProcessSession) {
-	notifications := session.ClientNotifications()
-	for {
-		select {
-		case <-t.done:
-			return
-		case n, ok := <-notifications:
-			if !ok {
-				return
-			}
-			t.notifyMu.RLock()
-			handler := t.onNotification
-			t.notifyMu.RUnlock()
-			if handler != nil {
-				handler(n)
-			}
-		}
-	}
-}
-
-// withSession is ctx with the client's session, once started.
-func (t *InProcessTransport) withSession(ctx context.Context) context.Context {
-	t.mu.Lock()
-	session := t.session
-	t.mu.Unlock()
-	if session == nil {
-		return ctx
-	}
-	return t.g.srv.WithContext(ctx, session)
-}
-
-// SendRequest sends request through the gateway's front and returns its
-// answer.
-func (t *InProcessTransport) SendRequest(ctx context.Context, request transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
-	msg, err := json.Marshal(request)
-	if err != nil {
-		return nil, fmt.Errorf("encoding the request: %w", err)
-	}
-	return inProcessResponse(t.g.handleMessage(t.withSession(ctx), msg))
-}
-
-// SendNotification sends notification to the gateway. Unlike mcp-go's
-// in-process transport, it carries the client's session, as a
-// notification over stdio or HTTP does, so that a notifications/cancelled
-// finds the request it names.
-func (t *InProcessTransport) SendNotification(ctx context.Context, notification mcp.JSONRPCNotification) error {
-	msg, err := json.Marshal(notification)
-	if err != nil {
-		return fmt.Errorf("encoding the notification: %w", err)
-	}
-	t.g.handleMessage(t.withSession(ctx), msg)
-	return nil
-}
-
-// SetNotificationHandler sets the handler of the server's notifications;
-// notifications before it is set are dropped.
-func (t *InProcessTransport) SetNotificationHandler(handler func(notification mcp.JSONRPCNotification)) {
-	t.notifyMu.Lock()
-	defer t.notifyMu.Unlock()
-	t.onNotification = handler
-}
-
-// Close stops the notifications and unregisters the client's session.
-func (t *InProcessTransport) Close() error {
-	t.mu.Lock()
-	t.closed = true
-	session := t.session
-	t.mu.Unlock()
-	t.closeOnce.Do(func() { close(t.done) })
-	if session != nil {
-		t.g.srv.UnregisterSession(context.Background(), t.sessionID)
-	}
-	return nil
-}
-
-// GetSessionId is "", as for mcp-go's in-process transport: the session
-// is no HTTP session the client would name.
-func (t *InProcessTransport) GetSessionId() string { return "" }
 
 // resultKey is where a response's result starts in its encoding. It
 // cannot occur in the id before it: a string id has its quotes escaped.
@@ -235,15 +106,7 @@ func inProcessResponse(msg mcp.JSONRPCMessage) (*transport.JSONRPCResponse, erro
 			}
 		}
 	}
-	b, err := json.Marshal(msg)
-	if err != nil {
-		return nil, fmt.Errorf("encoding the answer: %w", err)
-	}
-	var resp transport.JSONRPCResponse
-	if err := json.Unmarshal(b, &resp); err != nil {
-		return nil, fmt.Errorf("decoding the answer: %w", err)
-	}
-	return &resp, nil
+	return upstream.RoundTripResponse(msg)
 }
 
 // decodedID is id as mcp.RequestId decodes its encoding: a string stays

@@ -257,7 +257,7 @@ func TestInProcessTransportLifecycle(t *testing.T) {
 	if _, err := c.Initialize(context.Background(), init); err != nil {
 		t.Fatal(err)
 	}
-	tr := c.GetTransport().(*InProcessTransport)
+	tr := c.GetTransport().(*upstream.InProcessTransport)
 	if err := tr.Start(context.Background()); err != nil {
 		t.Fatalf("second Start: %v, want nothing done", err)
 	}
@@ -267,7 +267,7 @@ func TestInProcessTransportLifecycle(t *testing.T) {
 			got <- n
 		}
 	})
-	if err := g.srv.SendNotificationToSpecificClient(tr.sessionID, "notifications/message", map[string]any{"level": "info"}); err != nil {
+	if err := g.srv.SendNotificationToSpecificClient(tr.Session().SessionID(), "notifications/message", map[string]any{"level": "info"}); err != nil {
 		t.Fatalf("notifying the client's session: %v", err)
 	}
 	select {
@@ -278,7 +278,7 @@ func TestInProcessTransportLifecycle(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := g.srv.SendNotificationToSpecificClient(tr.sessionID, "notifications/message", nil); !errors.Is(err, server.ErrSessionNotFound) {
+	if err := g.srv.SendNotificationToSpecificClient(tr.Session().SessionID(), "notifications/message", nil); !errors.Is(err, server.ErrSessionNotFound) {
 		t.Errorf("notifying the session after Close: %v, want ErrSessionNotFound", err)
 	}
 	if err := tr.Start(context.Background()); !errors.Is(err, transport.ErrTransportClosed) {
