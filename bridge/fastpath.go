@@ -967,10 +967,13 @@ func appendPlainAnswer(id mcp.RequestId, res *mcp.CallToolResult) ([]byte, error
 // identity alone, a name and a version. json.Marshal of it (mcp-go's
 // Meta.MarshalJSON copies it into a map and encodes that by reflection)
 // was about 4% of the gateway's CPU a call over stdio (#25).
+//
+// "A name and a version" is judged by reflection, not field by field, so
+// that a field a later mcp-go adds to Implementation takes json.Marshal's
+// path instead of being dropped.
 func encodeResultMeta(meta *mcp.Meta) ([]byte, error) {
 	info, ok := meta.AdditionalFields[mcp.MetaKeyServerInfo].(mcp.Implementation)
-	if !ok || meta.ProgressToken != nil || len(meta.AdditionalFields) != 1 ||
-		info.Title != "" || info.Description != "" || info.WebsiteURL != "" || len(info.Icons) > 0 {
+	if !ok || meta.ProgressToken != nil || len(meta.AdditionalFields) != 1 || !nameAndVersionOnly(info) {
 		return json.Marshal(meta)
 	}
 	buf := make([]byte, 0, 64+len(mcp.MetaKeyServerInfo)+len(info.Name)+len(info.Version))
@@ -981,6 +984,13 @@ func encodeResultMeta(meta *mcp.Meta) ([]byte, error) {
 	buf = append(buf, `,"version":`...)
 	buf = appendMarshalledString(buf, info.Version)
 	return append(buf, "}}"...), nil
+}
+
+// nameAndVersionOnly reports whether info has no field set but its name
+// and version.
+func nameAndVersionOnly(info mcp.Implementation) bool {
+	info.Name, info.Version = "", ""
+	return reflect.ValueOf(info).IsZero()
 }
 
 // appendMarshalledString appends s as json.Marshal writes a string: as is

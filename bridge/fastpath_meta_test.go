@@ -25,11 +25,13 @@ func TestEncodeResultMeta(t *testing.T) {
 	titled.SetServerInfo(mcp.Implementation{Name: serverName, Version: Version, Title: "T"})
 	noIcons := &mcp.Meta{}
 	noIcons.SetServerInfo(mcp.Implementation{Name: "n", Version: "v", Icons: []mcp.Icon{}})
+	described := &mcp.Meta{}
+	described.SetServerInfo(mcp.Implementation{Name: "n", Version: "v", WebsiteURL: "https://example.com"})
 	pointer := &mcp.Meta{AdditionalFields: map[string]any{mcp.MetaKeyServerInfo: &mcp.Implementation{Name: "p", Version: "1"}}}
 	for i, m := range []*mcp.Meta{
 		identity(serverName, Version), identity(serverName, Version),
 		identity("other", "2<&>"), identity(serverName, Version),
-		identity("\u2028\"é", "\x01\\"), withToken, withField, titled, noIcons, pointer, {},
+		identity("\u2028\"é", "\x01\\"), withToken, withField, titled, noIcons, described, pointer, {},
 	} {
 		want, err := json.Marshal(m)
 		if err != nil {
