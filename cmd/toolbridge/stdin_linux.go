@@ -43,29 +43,20 @@ func pollableStdin(in io.Reader) (io.Reader, func()) {
 // upstream.PollPipe). A stdout that is also stdin or stderr is returned as
 // it is, as is anything but a pipe or socket.
 func pollableStdout(out io.Writer) (io.Writer, func()) {
-	f, ok := out.(*os.File)
-	if !ok {
-		return out, func() {}
-	}
-	p, restore := pollableFile(f, syscall.Stdin, syscall.Stderr)
-	if p == f {
-		return out, restore
-	}
-	return p, restore
+	return pollable(out, syscall.Stdin, syscall.Stderr)
 }
 
-// pollable is pollableStdin, with the descriptors that must not share
-// in's file given.
-func pollable(in io.Reader, writers ...int) (io.Reader, func()) {
-	f, ok := in.(*os.File)
+// pollable is pollableStdin or pollableStdout, T being io.Reader or
+// io.Writer: v switched to the poller when it is an *os.File that
+// pollableFile takes, with the descriptors that must not share its file
+// given.
+func pollable[T any](v T, others ...int) (T, func()) {
+	f, ok := any(v).(*os.File)
 	if !ok {
-		return in, func() {}
+		return v, func() {}
 	}
-	p, restore := pollableFile(f, writers...)
-	if p == f {
-		return in, restore
-	}
-	return p, restore
+	p, restore := pollableFile(f, others...)
+	return any(p).(T), restore
 }
 
 // pollableFile is f switched to the poller, as a PollPipe, or f itself

@@ -107,13 +107,13 @@ func TestPollableStdinSharedWithStdout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer syscall.Close(out)
-	got, restore := pollable(in, out)
+	got, restore := pollable(io.Reader(in), out)
 	restore()
 	if got != io.Reader(in) || nonblocking(t, in) {
 		t.Fatalf("got %v (non-blocking %v), want stdin as it is", got, nonblocking(t, in))
 	}
 	// The same socket with a stdout of its own is polled.
-	got, restore = pollable(in)
+	got, restore = pollable(io.Reader(in))
 	defer restore()
 	if got == io.Reader(in) || !nonblocking(t, in) {
 		t.Fatal("a socket on stdin alone was not switched to the poller")
