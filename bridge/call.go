@@ -40,12 +40,12 @@ import (
 	"sort"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolbridge/toolbridge/bridge/access"
+	"github.com/toolbridge/toolbridge/bridge/jsonscan"
 	"github.com/toolbridge/toolbridge/bridge/policy"
 	"github.com/toolbridge/toolbridge/bridge/upstream"
 	"github.com/toolbridge/toolbridge/config"
@@ -191,11 +191,11 @@ func splitObject(raw []byte, out map[string]json.RawMessage) bool {
 	if !json.Valid(raw) {
 		return false
 	}
-	i := skipSpace(raw, 0)
+	i := jsonscan.SkipSpace(raw, 0)
 	if raw[i] != '{' {
 		return false
 	}
-	i = skipSpace(raw, i+1)
+	i = jsonscan.SkipSpace(raw, i+1)
 	if raw[i] == '}' {
 		return true
 	}
@@ -211,59 +211,16 @@ func splitObject(raw []byte, out map[string]json.RawMessage) bool {
 			end++
 		}
 		key := string(raw[i+1 : end])
-		i = skipSpace(raw, end+1) + 1 // the colon
-		i = skipSpace(raw, i)
-		vend := skipValue(raw, i)
+		i = jsonscan.SkipSpace(raw, end+1) + 1 // the colon
+		i = jsonscan.SkipSpace(raw, i)
+		vend := jsonscan.SkipValue(raw, i)
 		out[key] = raw[i:vend:vend]
-		i = skipSpace(raw, vend)
+		i = jsonscan.SkipSpace(raw, vend)
 		if raw[i] == '}' {
 			return true
 		}
-		i = skipSpace(raw, i+1) // after the comma
+		i = jsonscan.SkipSpace(raw, i+1) // after the comma
 	}
-}
-
-// skipSpace returns the index of the first byte at or after i that is not
-// JSON white space.
-func skipSpace(raw []byte, i int) int {
-	for i < len(raw) && (raw[i] == ' ' || raw[i] == '\t' || raw[i] == '\n' || raw[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipValue returns the index just past the JSON value that starts at i,
-// in a document known to be valid.
-func skipValue(raw []byte, i int) int {
-	depth := 0
-	for ; i < len(raw); i++ {
-		switch raw[i] {
-		case '"':
-			for i++; raw[i] != '"'; i++ {
-				if raw[i] == '\\' {
-					i++
-				}
-			}
-			if depth == 0 {
-				return i + 1
-			}
-		case '{', '[':
-			depth++
-		case '}', ']':
-			if depth == 0 {
-				return i // the end of the enclosing object
-			}
-			depth--
-			if depth == 0 {
-				return i + 1
-			}
-		case ',', ' ', '\t', '\n', '\r':
-			if depth == 0 {
-				return i
-			}
-		}
-	}
-	return i
 }
 
 // stringArg decodes a string member; absent gives "", present but not a
@@ -959,23 +916,23 @@ func decodePlainText(raw []byte) (res *mcp.CallToolResult, ok bool) {
 	if !json.Valid(raw) {
 		return nil, false
 	}
-	i := skipSpace(raw, 0)
+	i := jsonscan.SkipSpace(raw, 0)
 	if raw[i] != '{' {
 		return nil, false
 	}
 	res = &mcp.CallToolResult{}
 	var seenContent, seenError, seenStructured bool
-	i = skipSpace(raw, i+1)
+	i = jsonscan.SkipSpace(raw, i+1)
 	if raw[i] == '}' {
 		return res, true
 	}
 	for {
-		key, next, ok := plainKey(raw, i)
+		key, next, ok := jsonscan.PlainKey(raw, i)
 		if !ok {
 			return nil, false
 		}
-		i = skipSpace(raw, next)
-		end := skipValue(raw, i)
+		i = jsonscan.SkipSpace(raw, next)
+		end := jsonscan.SkipValue(raw, i)
 		value := raw[i:end]
 		switch {
 		case string(key) == "content" && !seenContent:
@@ -1001,28 +958,12 @@ func decodePlainText(raw []byte) (res *mcp.CallToolResult, ok bool) {
 		default:
 			return nil, false
 		}
-		i = skipSpace(raw, end)
+		i = jsonscan.SkipSpace(raw, end)
 		if raw[i] == '}' {
 			return res, true
 		}
-		i = skipSpace(raw, i+1)
+		i = jsonscan.SkipSpace(raw, i+1)
 	}
-}
-
-// plainKey reads the member key starting at raw[i] (its opening quote) of
-// a valid document, and returns it (the bytes between its quotes, which
-// callers compare as string(key), a conversion that allocates nothing)
-// and the index after its colon; ok is false for a key with escapes or
-// bytes beyond ASCII.
-func plainKey(raw []byte, i int) (key []byte, next int, ok bool) {
-	end := i + 1
-	for raw[end] != '"' {
-		if raw[end] == '\\' || raw[end] >= 0x80 {
-			return nil, 0, false
-		}
-		end++
-	}
-	return raw[i+1 : end], skipSpace(raw, end+1) + 1, true
 }
 
 // plainTextBlocks decodes a content array of text blocks that have
@@ -1032,7 +973,7 @@ func plainTextBlocks(value []byte) (blocks []mcp.Content, ok bool) {
 	if value[0] != '[' {
 		return nil, false
 	}
-	i := skipSpace(value, 1)
+	i := jsonscan.SkipSpace(value, 1)
 	if value[i] == ']' {
 		return nil, true
 	}
@@ -1042,58 +983,40 @@ func plainTextBlocks(value []byte) (blocks []mcp.Content, ok bool) {
 		}
 		var text string
 		var seenType, seenText bool
-		i = skipSpace(value, i+1)
+		i = jsonscan.SkipSpace(value, i+1)
 		for value[i] != '}' {
-			key, next, ok := plainKey(value, i)
+			key, next, ok := jsonscan.PlainKey(value, i)
 			if !ok {
 				return nil, false
 			}
-			i = skipSpace(value, next)
-			end := skipValue(value, i)
+			i = jsonscan.SkipSpace(value, next)
+			end := jsonscan.SkipValue(value, i)
 			switch {
 			case string(key) == "type" && !seenType && string(value[i:end]) == `"text"`:
 				seenType = true
 			case string(key) == "text" && !seenText && value[i] == '"':
 				seenText = true
-				if text, ok = jsonString(value[i:end]); !ok {
+				if text, ok = jsonscan.String(value[i:end]); !ok {
 					return nil, false
 				}
 			default:
 				return nil, false
 			}
-			i = skipSpace(value, end)
+			i = jsonscan.SkipSpace(value, end)
 			if value[i] == ',' {
-				i = skipSpace(value, i+1)
+				i = jsonscan.SkipSpace(value, i+1)
 			}
 		}
 		if !seenType || !seenText {
 			return nil, false
 		}
 		blocks = append(blocks, mcp.TextContent{Type: mcp.ContentTypeText, Text: text})
-		i = skipSpace(value, i+1)
+		i = jsonscan.SkipSpace(value, i+1)
 		if value[i] == ']' {
 			return blocks, true
 		}
-		i = skipSpace(value, i+1) // after the comma
+		i = jsonscan.SkipSpace(value, i+1) // after the comma
 	}
-}
-
-// jsonString decodes a JSON string of a valid document: as is when it has
-// no escapes and is valid UTF-8, through json.Unmarshal when it has
-// escapes; ok is false for invalid UTF-8, which encoding/json replaces.
-func jsonString(quoted []byte) (string, bool) {
-	inner := quoted[1 : len(quoted)-1]
-	if bytes.IndexByte(inner, '\\') < 0 {
-		if !utf8.Valid(inner) {
-			return "", false
-		}
-		return string(inner), true
-	}
-	var s string
-	if err := json.Unmarshal(quoted, &s); err != nil {
-		return "", false
-	}
-	return s, true
 }
 
 // failureResult turns a failed upstream call into what the client gets.

@@ -89,6 +89,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/mark3labs/mcp-go/tracing"
+
+	"github.com/toolbridge/toolbridge/bridge/jsonscan"
 )
 
 // fastPathFits reports whether srv is set up as the fast path expects:
@@ -194,7 +196,7 @@ func fastCallOf(msg []byte) (c fastCall, ok bool) {
 	}
 	var params []byte
 	seen := 0
-	ok = members(msg, func(key, value []byte) bool {
+	ok = jsonscan.Members(msg, func(key, value []byte) bool {
 		bit := 0
 		switch string(key) {
 		case "jsonrpc":
@@ -231,7 +233,7 @@ func fastCallOf(msg []byte) (c fastCall, ok bool) {
 		return fastCall{}, false
 	}
 	seen = 0
-	ok = members(params, func(key, value []byte) bool {
+	ok = jsonscan.Members(params, func(key, value []byte) bool {
 		bit := 0
 		switch string(key) {
 		case "name":
@@ -240,7 +242,7 @@ func fastCallOf(msg []byte) (c fastCall, ok bool) {
 			if value[0] != '"' {
 				return false
 			}
-			if c.name, s = jsonString(value); !s {
+			if c.name, s = jsonscan.String(value); !s {
 				return false
 			}
 		case "arguments":
@@ -290,41 +292,10 @@ func decodeID(value []byte) (id any, ok bool) {
 		f, err := strconv.ParseFloat(string(value), 64)
 		return f, err == nil
 	}
-	if s, ok := jsonString(value); ok {
+	if s, ok := jsonscan.String(value); ok {
 		return s, true
 	}
 	return id, json.Unmarshal(value, &id) == nil
-}
-
-// members calls each with the key and value of every member of obj, a
-// JSON object from a valid document, until each returns false; it reports
-// false then, or when obj is not an object or has a key with escapes or
-// bytes beyond ASCII.
-func members(obj []byte, each func(key, value []byte) bool) bool {
-	i := skipSpace(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
-		return false
-	}
-	i = skipSpace(obj, i+1)
-	if obj[i] == '}' {
-		return true
-	}
-	for {
-		key, next, ok := plainKey(obj, i)
-		if !ok {
-			return false
-		}
-		i = skipSpace(obj, next)
-		end := skipValue(obj, i)
-		if !each(key, obj[i:end]) {
-			return false
-		}
-		i = skipSpace(obj, end)
-		if obj[i] == '}' {
-			return true
-		}
-		i = skipSpace(obj, i+1) // after the comma
-	}
 }
 
 // fastReady reports whether ctx is one the fast path serves c in: it
@@ -942,9 +913,9 @@ func appendPlainAnswer(id mcp.RequestId, res *mcp.CallToolResult) ([]byte, error
 			buf = append(buf, ',')
 		}
 		buf = append(buf, `{"type":`...)
-		buf = appendMarshalledString(buf, t.Type)
+		buf = jsonscan.AppendString(buf, t.Type)
 		buf = append(buf, `,"text":`...)
-		buf = appendMarshalledString(buf, t.Text)
+		buf = jsonscan.AppendString(buf, t.Text)
 		buf = append(buf, '}')
 	}
 	buf = append(buf, ']')
@@ -953,7 +924,7 @@ func appendPlainAnswer(id mcp.RequestId, res *mcp.CallToolResult) ([]byte, error
 	}
 	if res.ResultType != "" {
 		buf = append(buf, `,"resultType":`...)
-		buf = appendMarshalledString(buf, string(res.ResultType))
+		buf = jsonscan.AppendString(buf, string(res.ResultType))
 	}
 	if structured != nil {
 		buf = append(buf, `,"structuredContent":`...)
@@ -978,11 +949,11 @@ func encodeResultMeta(meta *mcp.Meta) ([]byte, error) {
 	}
 	buf := make([]byte, 0, 64+len(mcp.MetaKeyServerInfo)+len(info.Name)+len(info.Version))
 	buf = append(buf, '{')
-	buf = appendMarshalledString(buf, mcp.MetaKeyServerInfo)
+	buf = jsonscan.AppendString(buf, mcp.MetaKeyServerInfo)
 	buf = append(buf, `:{"name":`...)
-	buf = appendMarshalledString(buf, info.Name)
+	buf = jsonscan.AppendString(buf, info.Name)
 	buf = append(buf, `,"version":`...)
-	buf = appendMarshalledString(buf, info.Version)
+	buf = jsonscan.AppendString(buf, info.Version)
 	return append(buf, "}}"...), nil
 }
 
@@ -991,19 +962,4 @@ func encodeResultMeta(meta *mcp.Meta) ([]byte, error) {
 func nameAndVersionOnly(info mcp.Implementation) bool {
 	info.Name, info.Version = "", ""
 	return reflect.ValueOf(info).IsZero()
-}
-
-// appendMarshalledString appends s as json.Marshal writes a string: as is
-// when it is printable ASCII that needs no escape (HTML characters are
-// escaped), else through json.Marshal.
-func appendMarshalledString(buf []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s) // a string always encodes
-			return append(buf, q...)
-		}
-	}
-	buf = append(buf, '"')
-	buf = append(buf, s...)
-	return append(buf, '"')
 }

@@ -194,21 +194,29 @@ func (c *child) ended() string {
 // call it answers, and only that one, gets the limit error and the server
 // keeps serving. Any other line past the limit (a flood of output that is
 // no answer) cuts stdout and kills the child.
-func (c *child) limitedStdout() io.Reader {
+func (c *child) limitedStdout() *BoundedLines {
 	watched := &junkWatcher{r: pipeIO(c.stdout), onJunk: func(line string) {
 		c.mu.Lock()
 		c.junk = line
 		c.mu.Unlock()
 	}}
-	return NewBoundedLines(watched, c.limit, func(prefix []byte) ([]byte, error) {
-		if id, ok := LeadingID(prefix).(string); ok && strings.HasPrefix(id, requestIDPrefix) {
-			return ErrorLine(id, tooLargeCode, (&TooLargeError{Limit: c.limit}).Error()), nil
-		}
-		err := fmt.Errorf("the server wrote a message longer than %d bytes on stdout (max_result_bytes)", c.limit)
+	return boundedStdout(watched, c.limit, func(err error) {
 		c.mu.Lock()
 		c.cut = err
 		c.mu.Unlock()
 		c.kill()
+	})
+}
+
+// boundedStdout is a stdio server's stdout r with each line bounded by
+// limit (see limitedStdout): cut is told why stdout is cut, when it is.
+func boundedStdout(r io.Reader, limit int64, cut func(error)) *BoundedLines {
+	return NewBoundedLines(r, limit, func(prefix []byte) ([]byte, error) {
+		if id, ok := LeadingID(prefix).(string); ok && strings.HasPrefix(id, requestIDPrefix) {
+			return ErrorLine(id, tooLargeCode, (&TooLargeError{Limit: limit}).Error()), nil
+		}
+		err := fmt.Errorf("the server wrote a message longer than %d bytes on stdout (max_result_bytes)", limit)
+		cut(err)
 		return nil, err
 	})
 }

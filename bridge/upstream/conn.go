@@ -215,8 +215,9 @@ func (u *Conn) newTransport() (transport.Interface, error) {
 		}
 		u.child = c
 		// mcp-go's own stdio transport would run the process itself; over
-		// plain pipes the gateway keeps the process and the read bound.
-		return stdioTransport{transport.NewIO(c.limitedStdout(), c.transportStdin(), nil)}, nil
+		// plain pipes the gateway keeps the process and the read bound, and
+		// reads and writes the messages itself (see StdioTransport).
+		return NewStdioTransport(c.limitedStdout(), c.transportStdin()), nil
 	case config.TransportSSE:
 		return transport.NewSSE(cfg.URL, transport.WithHeaders(cfg.Headers), transport.WithHTTPClient(u.httpClient()),
 			transport.WithSSELogger(u.logger))

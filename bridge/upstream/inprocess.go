@@ -38,8 +38,7 @@ type InProcessTransport struct {
 	started bool
 	closed  bool
 
-	notifyMu       sync.RWMutex
-	onNotification func(mcp.JSONRPCNotification)
+	notifier
 
 	done      chan struct{}
 	closeOnce sync.Once
@@ -122,12 +121,7 @@ func (t *InProcessTransport) forwardNotifications(session *server.InProcessSessi
 			if !ok {
 				return
 			}
-			t.notifyMu.RLock()
-			handler := t.onNotification
-			t.notifyMu.RUnlock()
-			if handler != nil {
-				handler(n)
-			}
+			t.notify(n)
 		}
 	}
 }
@@ -165,14 +159,6 @@ func (t *InProcessTransport) SendNotification(ctx context.Context, notification 
 	}
 	t.o.Handle(ctx, msg)
 	return nil
-}
-
-// SetNotificationHandler sets the handler of the server's notifications;
-// notifications before it is set are dropped.
-func (t *InProcessTransport) SetNotificationHandler(handler func(notification mcp.JSONRPCNotification)) {
-	t.notifyMu.Lock()
-	defer t.notifyMu.Unlock()
-	t.onNotification = handler
 }
 
 // Close stops the notifications and unregisters the client's session.

@@ -53,12 +53,34 @@ func (b *BoundedLines) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// Line returns the next line, newline included, or the replacement of a
+// line past the limit, for a reader that takes lines whole: a last line
+// without its newline comes with the error that ended it. The line may be
+// the reader's own buffer, valid until the next call. Line and Read must
+// not be mixed.
+func (b *BoundedLines) Line() ([]byte, error) {
+	for {
+		if b.err != nil {
+			return nil, b.err
+		}
+		line, err := b.next()
+		b.err = err
+		if len(line) > 0 || err != nil {
+			return line, err
+		}
+	}
+}
+
 // next reads one line of at most limit bytes, or the replacement of a
-// longer one.
+// longer one. A line read whole at once is returned in the reader's
+// buffer, not copied: Read copies it out before reading on.
 func (b *BoundedLines) next() ([]byte, error) {
 	var line []byte
 	for {
 		chunk, err := b.r.ReadSlice('\n')
+		if line == nil && err == nil && int64(len(chunk)) <= b.limit {
+			return chunk, nil
+		}
 		if int64(len(line)+len(chunk)) > b.limit {
 			prefix := append(line[:min(len(line), PrefixBytes):min(len(line), PrefixBytes)], chunk[:min(len(chunk), PrefixBytes)]...)
 			return b.drop(prefix, err)

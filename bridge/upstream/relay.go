@@ -341,16 +341,10 @@ func refuseUnsupported(h transport.RequestHandler) transport.RequestHandler {
 	}
 }
 
-// stdioTransport and httpTransport are mcp-go's transports with
-// refuseUnsupported around the request handler the client sets. Embedding
-// the concrete types keeps every other method (and so every interface
-// mcp-go's client looks for) as it is.
-type stdioTransport struct{ *transport.Stdio }
-
-func (t stdioTransport) SetRequestHandler(h transport.RequestHandler) {
-	t.Stdio.SetRequestHandler(refuseUnsupported(h))
-}
-
+// httpTransport is mcp-go's transport with refuseUnsupported around the
+// request handler the client sets (StdioTransport puts it there itself).
+// Embedding the concrete type keeps every other method (and so every
+// interface mcp-go's client looks for) as it is.
 type httpTransport struct{ *transport.StreamableHTTP }
 
 func (t httpTransport) SetRequestHandler(h transport.RequestHandler) {
