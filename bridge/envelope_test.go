@@ -67,6 +67,14 @@ var envelopeSeeds = []string{
 	``,
 	`{"jsonrpc":"2.0","id":1,"result":{}}`,
 	`{"params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}},"method":"initialize","id":1}`,
+	// Keys as encoding/json matches them, without regard to case (the
+	// stdio front's one pass, readLine, must too), escaped or not ASCII.
+	`{"jsonrpc":"2.0","ID":{},"Method":"tools/call","params":{"name":"x"}}`,
+	`{"jsonrpc":"2.0","id":1,"iD":{},"method":"tools/call","params":{"name":"x"}}`,
+	`{"MeThOd":"initialize","id":7}`,
+	`{"\u0069d":{},"method":"tools/call"}`,
+	"{\"ıd\":{},\"method\":\"tools/call\"}",
+	`{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"a"},"method":"ping"}`,
 }
 
 // TestParseMessageAgreesWithReference checks the guard's one-pass reader
@@ -97,5 +105,10 @@ func checkEnvelope(t *testing.T, body []byte) {
 	}
 	if got, want := m.isInitialize(), isInitializeReference(body); got != want {
 		t.Errorf("%q: isInitialize %v, want %v", body, got, want)
+	}
+	// The stdio front reads a line once for the guard and the fast path.
+	env, _, _ := readLine(trimJSONSpace(body))
+	if env.batch != m.batch || string(env.id) != string(m.id) || env.method != m.method {
+		t.Errorf("%q: readLine's envelope %+v, parseMessage's %+v", body, env, m)
 	}
 }

@@ -72,7 +72,6 @@ package bridge
 // an mcp-go upgrade changes the fields fastPathFits reads.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -91,6 +90,7 @@ import (
 	"github.com/mark3labs/mcp-go/tracing"
 
 	"github.com/toolbridge/toolbridge/bridge/jsonscan"
+	"github.com/toolbridge/toolbridge/bridge/upstream"
 )
 
 // fastPathFits reports whether srv is set up as the fast path expects:
@@ -191,49 +191,91 @@ const (
 // path takes; ok is false for anything else (see the file's header), and
 // mcp-go decides.
 func fastCallOf(msg []byte) (c fastCall, ok bool) {
+	_, c, ok = readLine(msg)
+	return c, ok
+}
+
+// readLine reads msg, one JSON-RPC message, once for both questions the
+// stdio front asks of every line: the guard's envelope, what parseMessage
+// gives (its id a slice of msg, where parseMessage copies it), and the
+// tools/call the fast path takes, if it is one (ok). The stdio front read
+// each line twice, once for each, about 5% of the gateway's CPU a call
+// (#25). A message whose members the scan cannot read (an array, a key
+// with escapes or beyond ASCII) gets parseMessage's envelope and mcp-go.
+// FuzzParseMessage holds the envelope to parseMessage's.
+func readLine(msg []byte) (env envelope, c fastCall, ok bool) {
 	if !json.Valid(msg) {
-		return c, false
+		return envelope{}, c, false // what parseMessage makes of it
 	}
 	var params []byte
 	seen := 0
-	ok = jsonscan.Members(msg, func(key, value []byte) bool {
-		bit := 0
-		switch string(key) {
-		case "jsonrpc":
-			bit = seenJSONRPC
-			if string(value) != `"2.0"` {
-				return false
-			}
-		case "id":
-			bit = seenID
-			if value[0] != '"' && value[0] != '-' && (value[0] < '0' || value[0] > '9') {
-				return false // null, true, an object: mcp-go's
-			}
-			var read bool
-			if c.id, read = decodeID(value); !read {
-				return false
-			}
-			c.rawID = append(json.RawMessage(nil), value...)
-		case "method":
-			bit = seenMethod
-			if string(value) != `"tools/call"` {
-				return false
-			}
-		case "params":
-			bit = seenParams
-			params = value
+	fast := true
+	object := jsonscan.Members(msg, func(key, value []byte) bool {
+		// parseMessage's decode: keys matched as encoding/json matches
+		// them (without regard to case), the last of each kept.
+		switch {
+		case bytes.EqualFold(key, []byte("id")):
+			env.id = value
+		case bytes.EqualFold(key, []byte("method")):
+			_ = env.method.UnmarshalJSON(value)
 		}
-		if bit == 0 || seen&bit != 0 {
-			return false
+		if fast {
+			fast = c.readMember(key, value, &seen, &params)
 		}
-		seen |= bit
 		return true
 	})
-	if !ok || seen != seenJSONRPC|seenID|seenMethod|seenParams {
-		return fastCall{}, false
+	if !object {
+		return parseMessage(msg), fastCall{}, false
 	}
-	seen = 0
-	ok = jsonscan.Members(params, func(key, value []byte) bool {
+	if !fast || seen != seenJSONRPC|seenID|seenMethod|seenParams {
+		return env, fastCall{}, false
+	}
+	c, ok = readFastParams(c, params)
+	return env, c, ok
+}
+
+// readMember reads one member of a message for the fast path: false when
+// the message is none it takes. seen has the members read so far;
+// params is set to the params' value.
+func (c *fastCall) readMember(key, value []byte, seen *int, params *[]byte) bool {
+	bit := 0
+	switch string(key) {
+	case "jsonrpc":
+		bit = seenJSONRPC
+		if string(value) != `"2.0"` {
+			return false
+		}
+	case "id":
+		bit = seenID
+		if value[0] != '"' && value[0] != '-' && (value[0] < '0' || value[0] > '9') {
+			return false // null, true, an object: mcp-go's
+		}
+		var read bool
+		if c.id, read = decodeID(value); !read {
+			return false
+		}
+		c.rawID = append(json.RawMessage(nil), value...)
+	case "method":
+		bit = seenMethod
+		if string(value) != `"tools/call"` {
+			return false
+		}
+	case "params":
+		bit = seenParams
+		*params = value
+	}
+	if bit == 0 || *seen&bit != 0 {
+		return false
+	}
+	*seen |= bit
+	return true
+}
+
+// readFastParams reads the params of a tools/call the fast path may take
+// into c; ok is false when it takes none.
+func readFastParams(c fastCall, params []byte) (fastCall, bool) {
+	seen := 0
+	ok := jsonscan.Members(params, func(key, value []byte) bool {
 		bit := 0
 		switch string(key) {
 		case "name":
@@ -618,6 +660,9 @@ type stdioFront struct {
 	g      *Gateway
 	out    *lockedWriter
 	logger *log.Logger
+	// read, if set, sees every line that goes on past the guard, as
+	// readLine read it (pendingCalls.readParsed).
+	read func(line []byte, msg envelope)
 	// base is the context mcp-go serves requests in, and end cancels the
 	// fast calls, as mcp-go cancels its own when its input ends.
 	base atomic.Pointer[context.Context]
@@ -674,21 +719,38 @@ func (f *stdioFront) endCalls() {
 	}
 }
 
-// run reads in line by line until it ends, answering the lines the fast
-// path takes and writing every other one to mcp-go's input, pw, which it
-// closes with in's end.
-func (f *stdioFront) run(in io.Reader, pw *io.PipeWriter) {
-	r := bufio.NewReader(in)
+// run reads the client's lines until they end, reading each once
+// (readLine) for all it is checked for: a message the guard refuses is
+// answered at once with -32600 (see refusedMessage) and goes no further;
+// every other is noted by read, if set, then answered on the fast path or
+// written, unchanged and in order, to mcp-go's input, pw. At the end, the
+// calls read before it get their grace (held), then pw is closed with the
+// end.
+func (f *stdioFront) run(lines func() ([]byte, error), held *heldEOF, pw *io.PipeWriter) {
 	for {
-		line, err := r.ReadBytes('\n')
-		// A last line without its newline is mcp-go's: it drops it.
-		if len(line) > 0 && (err != nil || !f.serve(line)) {
-			if _, werr := pw.Write(line); werr != nil {
-				f.endCalls()
-				return // mcp-go has stopped reading
+		line, err := lines()
+		if len(line) > 0 {
+			msg := trimJSONSpace(line)
+			env, c, fast := readLine(msg)
+			if why := env.refused(); why != "" {
+				_, _ = f.out.Write(upstream.ErrorLine(nil, mcp.INVALID_REQUEST, why))
+				line = nil
+			} else if f.read != nil {
+				f.read(line, env)
+			}
+			if err != nil {
+				held.hold()
+			}
+			// A last line without its newline is mcp-go's: it drops it.
+			if len(line) > 0 && (err != nil || !f.serve(msg, c, fast)) {
+				if _, werr := pw.Write(line); werr != nil {
+					f.endCalls()
+					return // mcp-go has stopped reading
+				}
 			}
 		}
 		if err != nil {
+			held.hold()
 			f.endCalls()
 			_ = pw.CloseWithError(err)
 			return
@@ -696,17 +758,16 @@ func (f *stdioFront) run(in io.Reader, pw *io.PipeWriter) {
 	}
 }
 
-// serve answers line on the fast path and reports whether it did; a
+// serve answers msg, read by readLine as c (fast: a call the fast path
+// may take), on the fast path and reports whether it did; a
 // notifications/cancelled for a fast call cancels it (and still goes on
 // to mcp-go, as every line the fast path does not answer).
-func (f *stdioFront) serve(line []byte) bool {
-	msg := trimJSONSpace(line)
+func (f *stdioFront) serve(msg []byte, c fastCall, fast bool) bool {
 	if bytes.Contains(msg, []byte(`"notifications/cancelled"`)) {
 		f.cancelled(msg)
 		return false
 	}
-	c, ok := fastCallOf(msg)
-	if !ok {
+	if !fast {
 		return false
 	}
 	base := f.base.Load()

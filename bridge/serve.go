@@ -8,6 +8,7 @@ import (
 	"io"
 	"log"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"strings"
@@ -38,28 +39,30 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, e
 	s.SetErrorLogger(logger)
 	w := &lockedWriter{w: out}
 	out = w
-	if limit := g.settings().cfg.Serve.MaxBodyBytes; limit > 0 {
-		in = upstream.NewBoundedLines(in, limit, func(prefix []byte) ([]byte, error) {
-			logger.Printf("dropped a message longer than serve.max_body_bytes (%d bytes)", limit)
-			_, _ = w.Write(tooLargeAnswer(upstream.LeadingID(prefix), limit))
-			return nil, nil
-		})
+	limit := g.settings().cfg.Serve.MaxBodyBytes
+	if limit <= 0 {
+		limit = math.MaxInt64 // no bound: lines are read whole however long
 	}
+	lines := upstream.NewBoundedLines(in, limit, func(prefix []byte) ([]byte, error) {
+		logger.Printf("dropped a message longer than serve.max_body_bytes (%d bytes)", limit)
+		_, _ = w.Write(tooLargeAnswer(upstream.LeadingID(prefix), limit))
+		return nil, nil
+	})
 	calls := newPendingCalls()
 	w.sent, w.answered = calls.answered, calls.answeredID
-	refusing := newRefusingLines(in, func(answer []byte) { _, _ = w.Write(answer) })
-	refusing.read = calls.readParsed
 	// mcp-go's Listen cancels every request in flight the moment it reads
 	// the end of its input, so the end is held back (see heldEOF) until
 	// the calls read before it have had their grace.
-	held := newHeldEOF(refusing)
+	held := newHeldEOF()
 	defer held.release()
-	// The tools/call fast path (fastpath.go) reads every line first and
-	// hands mcp-go the lines it does not answer itself.
+	// The stdio front (fastpath.go) reads every line first: it refuses
+	// what the guard refuses, counts the tool calls pending, answers the
+	// tools/call lines the fast path takes, and hands mcp-go the rest.
 	front := newStdioFront(g, w, logger)
+	front.read = calls.readParsed
 	s.SetContextFunc(front.contextFunc)
 	toListen, fromFront := io.Pipe()
-	go front.run(held, fromFront)
+	go front.run(lines.Line, held, fromFront)
 	// Listen cancels the calls in flight as soon as its context ends, so it
 	// gets a context of its own, ended only after the grace period.
 	listenCtx, stopListening := context.WithCancel(context.WithoutCancel(ctx))

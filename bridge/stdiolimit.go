@@ -1,7 +1,6 @@
 package bridge
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -66,72 +65,28 @@ func tooLargeMessage(limit int64) string {
 	return fmt.Sprintf("message dropped: it is longer than serve.max_body_bytes (%d bytes); send smaller messages", limit)
 }
 
-// refusingLines hands mcp-go the lines of r, less the messages that
-// refusedMessage refuses (a batch, an id that is an object): those are
-// answered on the spot with -32600, as over HTTP, and the session goes on.
-type refusingLines struct {
-	r      *bufio.Reader
-	answer func(line []byte)
-	read   func(line []byte, msg envelope) // if set, sees every line handed to mcp-go, parsed
-	line   []byte                          // what is left of the current line to hand out
-	err    error                           // sticky, returned once line is handed out
-}
-
-func newRefusingLines(r io.Reader, answer func([]byte)) *refusingLines {
-	return &refusingLines{r: bufio.NewReader(r), answer: answer}
-}
-
-// Read implements io.Reader.
-func (l *refusingLines) Read(p []byte) (int, error) {
-	for len(l.line) == 0 {
-		if l.err != nil {
-			return 0, l.err
-		}
-		line, err := l.r.ReadBytes('\n')
-		l.err = err
-		msg := parseMessage(line)
-		if why := msg.refused(); why != "" {
-			l.answer(upstream.ErrorLine(nil, mcp.INVALID_REQUEST, why))
-			continue
-		}
-		l.line = line
-		if l.read != nil && len(line) > 0 {
-			l.read(line, msg)
-		}
-	}
-	n := copy(p, l.line)
-	l.line = l.line[n:]
-	return n, nil
-}
-
-// heldEOF hands out r's bytes, but not its end: when r ends, eof is
-// closed and Read blocks until release. mcp-go's stdio server cancels
+// heldEOF holds back the end of the client's input: when it ends, eof is
+// closed and hold blocks until release. mcp-go's stdio server cancels
 // every request in flight as soon as it reads the end of its input; held
 // back, the end comes only once the calls have had their grace.
 type heldEOF struct {
-	r        io.Reader
-	eof      chan struct{} // closed when r has ended
+	eof      chan struct{} // closed when the input has ended
 	released chan struct{} // closed by release
 	endOnce  sync.Once
 	relOnce  sync.Once
 }
 
-func newHeldEOF(r io.Reader) *heldEOF {
-	return &heldEOF{r: r, eof: make(chan struct{}), released: make(chan struct{})}
+func newHeldEOF() *heldEOF {
+	return &heldEOF{eof: make(chan struct{}), released: make(chan struct{})}
 }
 
-// Read implements io.Reader.
-func (h *heldEOF) Read(p []byte) (int, error) {
-	n, err := h.r.Read(p)
-	if err == nil || n > 0 {
-		return n, err
-	}
+// hold notes the end of the input and waits for release.
+func (h *heldEOF) hold() {
 	h.endOnce.Do(func() { close(h.eof) })
 	<-h.released
-	return 0, err
 }
 
-// release lets Read return the end.
+// release lets hold return.
 func (h *heldEOF) release() { h.relOnce.Do(func() { close(h.released) }) }
 
 // pendingCalls counts the tool calls read from the client and not yet
