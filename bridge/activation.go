@@ -24,14 +24,14 @@ func (g *Gateway) classifyWith(cat *Catalog, live *settings, counter classify.Co
 	tokens := classify.CountAll(counter, listed)
 	named := make([]classify.Tool, len(cat.Tools))
 	for i, t := range cat.Tools {
-		named[i] = classify.Tool{Server: t.Server, Tool: t.Tool}
+		named[i] = classify.Tool{Server: t.Server, Tool: *t.Tool}
 	}
 	verdicts := live.classifier.ClassifyAll(named)
 	entries := make([]classify.Entry, len(cat.Tools))
 	for i, t := range cat.Tools {
 		t.Verdict = verdicts[i]
 		t.Tokens = tokens[i]
-		entries[i] = classify.Entry{Server: t.Server, Tool: t.Tool, Verdict: t.Verdict, Tokens: t.Tokens}
+		entries[i] = classify.Entry{Server: t.Server, Tool: *t.Tool, Verdict: t.Verdict, Tokens: t.Tokens}
 	}
 	cat.Decision = classify.Decide(live.cfg, entries)
 	cat.Visible, cat.Deferred = nil, nil
@@ -68,7 +68,7 @@ func (g *Gateway) Report() classify.Report {
 	entries := make([]classify.Entry, len(cat.Tools))
 	var notes []classify.ToolNote
 	for i, t := range cat.Tools {
-		entries[i] = classify.Entry{Server: t.Server, Tool: t.Listed(), Verdict: t.Verdict, Tokens: t.Tokens, Hints: hintsOf(t.Tool).Hints()}
+		entries[i] = classify.Entry{Server: t.Server, Tool: t.Listed(), Verdict: t.Verdict, Tokens: t.Tokens, Hints: hintsOf(*t.Tool).Hints()}
 		notes = append(notes, trustNotes(t)...)
 	}
 	r := classify.NewReport(entries, cat.Decision, cat.MetaTokens)

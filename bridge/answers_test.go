@@ -212,11 +212,11 @@ func TestDescribeShowsTheNameAndTheRealTool(t *testing.T) {
 func TestDeprecationIsKeptPerDefinitionAndCatalog(t *testing.T) {
 	hs := newHitSummaries()
 	old := &Tool{ID: "fs::read_file", Server: "fs", Name: "read_file", Exposed: "read_file",
-		Tool: mcp.Tool{Name: "read_file", Description: "Read a file. DEPRECATED: Use read_text_file instead."}}
+		Tool: &mcp.Tool{Name: "read_file", Description: "Read a file. DEPRECATED: Use read_text_file instead."}}
 	repl := &Tool{ID: "fs::read_text_file", Server: "fs", Name: "read_text_file", Exposed: "read_text_file",
-		Tool: mcp.Tool{Name: "read_text_file", Description: "Read a file as text."}}
+		Tool: &mcp.Tool{Name: "read_text_file", Description: "Read a file as text."}}
 	other := &Tool{ID: "git::read_text_file", Server: "git", Name: "read_text_file", Exposed: "git__read_text_file",
-		Tool: mcp.Tool{Name: "read_text_file", Description: "Read a file of the repository."}}
+		Tool: &mcp.Tool{Name: "read_text_file", Description: "Read a file of the repository."}}
 	withRepl := &Catalog{Tools: []*Tool{old, repl, other}}
 	without := &Catalog{Tools: []*Tool{old, other}}
 	for range 2 { // the second time from what was kept

@@ -543,7 +543,7 @@ func (g *Gateway) observedCall(ctx context.Context, c call, u *upstream.Conn) (*
 	})
 	hc := policy.Call{
 		Server: c.tool.Server, Tool: c.tool.Name, Class: c.tool.Verdict.Class, Via: c.via, Exposed: renamed,
-		Arguments: c.args, SessionID: sessionID(ctx), Subject: subject, Annotations: annotationsOf(c.tool.Tool),
+		Arguments: c.args, SessionID: sessionID(ctx), Subject: subject, Annotations: annotationsOf(*c.tool.Tool),
 	}
 	// One call, one set of hooks: a reload closes the old ones only after
 	// the calls that started with them are done.
@@ -619,7 +619,7 @@ func (g *Gateway) checkDestructive(ctx context.Context, c call, cfg *config.Conf
 	if policy == "" || policy == config.DestructiveAllow {
 		return ""
 	}
-	why := destructiveWhy(c.tool.Tool)
+	why := destructiveWhy(*c.tool.Tool)
 	if why == "" {
 		return ""
 	}

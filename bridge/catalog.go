@@ -32,7 +32,12 @@ type Tool struct {
 	// raw in RawInputSchema / RawOutputSchema) with the config's overrides
 	// applied (description, annotations, fixed arguments left out of the
 	// input schema). UpstreamTool is the upstream's own, which trust pins.
-	Tool mcp.Tool
+	//
+	// Without overrides it points at the upstream connection's own decoded
+	// tool (upstream.Conn's list), so a catalog of 10,000 tools holds each
+	// definition once, not a second copy per catalog: it is shared and
+	// must never be written through. An override allocates its own.
+	Tool *mcp.Tool
 	// upstream is the upstream's definition when an override changed Tool.
 	upstream *mcp.Tool
 	// override is what the config's tool rules change, or nil.
@@ -52,7 +57,7 @@ type Tool struct {
 // Listed returns the tool as clients see it in tools/list: the upstream's
 // definition under its exposed name, less invisible characters.
 func (t *Tool) Listed() mcp.Tool {
-	listed := t.Tool
+	listed := *t.Tool
 	listed.Name = t.Exposed
 	// What the model reads carries no invisible characters (see
 	// trust.StripInvisible); a definition without any is kept as is.
@@ -201,7 +206,8 @@ func buildCatalog(ups []*upstream.Conn, reserved map[string]bool, known []string
 	for _, s := range snaps {
 		name := s.u.Name()
 		c.Servers = append(c.Servers, ServerInfo{Name: name, Description: s.u.Description(), Tools: len(s.tools)})
-		for _, t := range s.tools {
+		for i := range s.tools {
+			t := &s.tools[i] // shared with the connection: see Tool.Tool
 			id := toolid.Join(name, t.Name)
 			if _, dup := c.byID[id]; dup {
 				continue // a server that lists a name twice: the first wins

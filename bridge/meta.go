@@ -160,7 +160,7 @@ type searchFilter struct {
 
 // keeps reports whether t passes the filter.
 func (f searchFilter) keeps(t *Tool) bool {
-	a := hintsOf(t.Tool)
+	a := hintsOf(*t.Tool)
 	return (!f.readOnly || a.ReadOnly()) && (!f.excludeDestructive || !a.Destructive())
 }
 
@@ -391,7 +391,7 @@ func (g *Gateway) search(ctx context.Context, cat *Catalog, query string, limit 
 		} else {
 			e := g.hitSummaries.get(t)
 			hit.Description, hit.Parameters, hit.text = e.short, e.params, e.text
-			hit.Annotations = hintsOf(t.Tool).Hints()
+			hit.Annotations = hintsOf(*t.Tool).Hints()
 			defined++
 		}
 		hit.Deprecated, hit.Instead = instead(cat, t, g.hitSummaries)
@@ -455,7 +455,7 @@ func (c *hitSummaries) get(t *Tool) hitSummary {
 		return e
 	}
 	short := clip(oneLine(trust.StripInvisible(t.Tool.Description)), maxDescription)
-	dep, repl := classify.Deprecated(t.Tool)
+	dep, repl := classify.Deprecated(*t.Tool)
 	e = hitSummary{
 		name: t.Tool.Name, schema: t.Tool.RawInputSchema, description: t.Tool.Description,
 		short: short, text: clip(short, maxTextDescription),
@@ -475,7 +475,7 @@ func (c *hitSummaries) get(t *Tool) hitSummary {
 // be nil.
 func (c *hitSummaries) deprecated(t *Tool) (bool, string) {
 	if c == nil {
-		return classify.Deprecated(t.Tool)
+		return classify.Deprecated(*t.Tool)
 	}
 	e := c.get(t)
 	return e.dep, e.repl

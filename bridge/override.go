@@ -33,7 +33,7 @@ func (t *Tool) UpstreamTool() mcp.Tool {
 	if t.upstream != nil {
 		return *t.upstream
 	}
-	return t.Tool
+	return *t.Tool
 }
 
 // renamedAs is the tool's exposed name when a tools: rule renamed it, for
@@ -169,8 +169,9 @@ func (c *Catalog) closestTool(match string) string {
 // applyTo applies the rules that match t, in config order, and returns
 // why a rename was refused, or "".
 func (c *Catalog) applyTo(t *Tool, rules []overrideRule, reserved map[string]bool) string {
-	up := t.Tool
-	t.upstream = &up
+	// t.Tool is the connection's definition, shared: the view is a copy.
+	t.upstream = t.Tool
+	up := *t.Tool
 	view := up
 	ov := &override{fixed: map[string]json.RawMessage{}}
 	var name string
@@ -221,7 +222,7 @@ func (c *Catalog) applyTo(t *Tool, rules []overrideRule, reserved map[string]boo
 		view.RawInputSchema = withoutArgs(inputSchemaOf(up), ov.fixed)
 		view.InputSchema = mcp.ToolInputSchema{}
 	}
-	t.Tool = view
+	t.Tool = &view
 	t.override = ov
 	if name == "" || name == t.Exposed {
 		return ""

@@ -543,3 +543,55 @@ func FuzzFixArgs(f *testing.F) {
 		}
 	})
 }
+
+// A catalog tool without overrides shares its definition with the
+// upstream connection's list (one copy for 10,000 tools, #25); an override
+// must change a copy of its own. Here the overrides come and go on reloads
+// over the same connection: once they are gone, the tool is listed
+// exactly as before they came, byte for byte.
+func TestOverrideLeavesTheSharedDefinitionAlone(t *testing.T) {
+	cfg := trustConfig(t, config.ModeOff)
+	ts := newTicketServer("Create an issue in a repository")
+	g, c := startGateway(t, cfg, map[string]*server.MCPServer{"github": ts.MCPServer})
+	listedJSON := func(name string) string {
+		t.Helper()
+		tool, ok := listedTool(t, listTools(t, c), name)
+		if !ok {
+			t.Fatalf("%s not listed: %v", name, toolNames(t, c))
+		}
+		raw, err := json.Marshal(tool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(raw)
+	}
+	before := listedJSON("create_issue")
+	specs := []upstream.Spec{{Name: "github", InProcess: ts.MCPServer}}
+	next := *cfg
+	next.Tools = []config.ToolRule{{
+		Match: "github::create_issue", Description: "Open a ticket.", Args: map[string]any{"owner": "acme"},
+		Annotations: &config.ToolAnnotations{Title: "Ticket", ReadOnlyHint: mcp.ToBoolPtr(true)},
+	}}
+	if _, err := g.Reload(context.Background(), &next, specs); err != nil {
+		t.Fatal(err)
+	}
+	if got := listedJSON("create_issue"); got == before || !strings.Contains(got, "Open a ticket.") || strings.Contains(got, `"owner"`) {
+		t.Fatalf("overridden create_issue = %s, want the new description and no owner parameter", got)
+	}
+	u, ok := g.pool.Get("github")
+	if !ok {
+		t.Fatal("github is not connected")
+	}
+	up, _, _, _ := u.Snapshot()
+	for _, tool := range up {
+		if tool.Name == "create_issue" && (tool.Description != "Create an issue in a repository" || tool.Annotations.Title != "" || strings.Contains(string(tool.RawInputSchema), "acme") || !strings.Contains(string(tool.RawInputSchema), `"owner"`)) {
+			t.Errorf("the connection's own definition changed under an override: %+v", tool)
+		}
+	}
+	if _, err := g.Reload(context.Background(), cfg, specs); err != nil {
+		t.Fatal(err)
+	}
+	if got := listedJSON("create_issue"); got != before {
+		t.Errorf("create_issue once the overrides are gone =\n%s\nwant as before them\n%s", got, before)
+	}
+}

@@ -97,7 +97,7 @@ func (g *Gateway) screen(cat *Catalog, live *settings) {
 	byServer := map[string][]*Tool{}
 	var removed []*Removed
 	for _, t := range cat.Tools {
-		if v := live.classifier.Classify(t.Server, t.Tool); v.Class == config.ClassDisabled {
+		if v := live.classifier.Classify(t.Server, *t.Tool); v.Class == config.ClassDisabled {
 			t.Verdict = v
 			removed = append(removed, &Removed{Tool: t, Kind: RemovedDisabled, Reason: "disabled by " + v.Reason})
 			continue

@@ -145,7 +145,7 @@ func TestTrustQuarantinesChangeSeenOnListChanged(t *testing.T) {
 
 	// Approve what the server offers now, as "toolbridge trust approve" does.
 	removed := g.Catalog().Removed[0]
-	if err := g.settings().pins.Approve("repo", []trust.Definition{definitionOf(removed.Tool.Tool)}, time.Now()); err != nil {
+	if err := g.settings().pins.Approve("repo", []trust.Definition{definitionOf(*removed.Tool.Tool)}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	g.lastRescreen.Store(0) // the test's earlier call must not delay the recheck

@@ -206,7 +206,7 @@ func uiTool(t *Tool, status string) ui.Tool {
 	out := ui.Tool{
 		ID: t.ID, Server: t.Server, Name: t.Name, Description: t.Tool.Description,
 		Class: string(t.Verdict.Class), Rule: t.Verdict.Reason, Status: status, Tokens: t.Tokens,
-		Annotations: hintsOf(t.Tool).Hints(), Trust: string(t.Trust.State), Warning: t.Trust.Warning,
+		Annotations: hintsOf(*t.Tool).Hints(), Trust: string(t.Trust.State), Warning: t.Trust.Warning,
 		Schema: schema,
 	}
 	for _, f := range t.Trust.Flags {
@@ -230,5 +230,5 @@ func heldDiff(pins *trust.Store, t *Tool) string {
 	if !ok || pin.Definition.InputSchema == nil && pin.Definition.Description == "" {
 		return ""
 	}
-	return trust.Diff(pin.Definition, definitionOf(t.Tool))
+	return trust.Diff(pin.Definition, definitionOf(*t.Tool))
 }

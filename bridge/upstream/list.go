@@ -65,6 +65,17 @@ func (u *Conn) RefreshTools(ctx context.Context) error {
 		if err := json.Unmarshal(page, &res); err != nil {
 			return "", fmt.Errorf("decoding tools/list: %w", err)
 		}
+		if tools == nil {
+			// Sized for the first page, the whole list of most servers:
+			// the catalog points into this slice (it is the only copy of
+			// the definitions), so append's slack would be kept for as
+			// long as the list.
+			n := len(res.Tools)
+			if u.maxTools > 0 {
+				n = min(n, u.maxTools)
+			}
+			tools = make([]mcp.Tool, 0, n)
+		}
 		for i, raw := range res.Tools {
 			if full() {
 				dropped += len(res.Tools) - i
