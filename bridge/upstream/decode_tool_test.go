@@ -76,3 +76,37 @@ func FuzzDecodeTool(f *testing.F) {
 		}
 	})
 }
+
+// RefreshTools reads a tools/list page through rawRef, which does not copy
+// the page (#25): what DecodeTool returns must not point into the page,
+// whose buffer is gone (or reused) once the page is decoded.
+func TestDecodedToolOutlivesItsPage(t *testing.T) {
+	page := []byte(`{"tools":[{"name":"echo","title":"Echo","description":"Echo the text","inputSchema":{"type":"object","properties":{"text":{"type":"string"}}},"outputSchema":{"type":"object"},"annotations":{"title":"Echo it","readOnlyHint":true},"_meta":{"k":"v"}},null]}`)
+	var res struct {
+		Tools []rawRef `json:"tools"`
+	}
+	if err := json.Unmarshal(page, &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Tools) != 2 || string(res.Tools[1].b) != "null" {
+		t.Fatalf("elements = %q", res.Tools)
+	}
+	tool, err := DecodeTool(res.Tools[0].b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := json.Marshal(tool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range page {
+		page[i] = 'x'
+	}
+	got, err := json.Marshal(tool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) || string(tool.RawInputSchema) != `{"type":"object","properties":{"text":{"type":"string"}}}` || string(tool.RawOutputSchema) != `{"type":"object"}` {
+		t.Errorf("tool changed with its page:\n%s\nwant\n%s", got, want)
+	}
+}

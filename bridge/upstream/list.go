@@ -59,8 +59,8 @@ func (u *Conn) RefreshTools(ctx context.Context) error {
 	full := func() bool { return u.maxTools > 0 && len(tools) >= u.maxTools }
 	err := paginate(ctx, u, string(mcp.MethodToolsList), func(page json.RawMessage) (string, error) {
 		var res struct {
-			Tools      []json.RawMessage `json:"tools"`
-			NextCursor string            `json:"nextCursor"`
+			Tools      []rawRef `json:"tools"`
+			NextCursor string   `json:"nextCursor"`
 		}
 		if err := json.Unmarshal(page, &res); err != nil {
 			return "", fmt.Errorf("decoding tools/list: %w", err)
@@ -81,7 +81,7 @@ func (u *Conn) RefreshTools(ctx context.Context) error {
 				dropped += len(res.Tools) - i
 				break
 			}
-			t, err := DecodeTool(raw)
+			t, err := DecodeTool(raw.b)
 			if err != nil {
 				// One broken tool must not take the server's others with it.
 				if broken < maxSkippedReasons {
@@ -118,6 +118,21 @@ func (u *Conn) RefreshTools(ctx context.Context) error {
 	u.mu.Lock()
 	u.tools, u.skippedTools, u.droppedTools = tools, skipped, dropped
 	u.mu.Unlock()
+	return nil
+}
+
+// rawRef is one element of a JSON array, as a view into the array's own
+// bytes. json.RawMessage would copy it: for a tools/list page that is a
+// second copy of the whole answer, live while its tools are decoded, and
+// with many servers answering at once at start-up those copies add up to
+// tens of megabytes of peak memory. A rawRef is valid only while the
+// decoded bytes are: RefreshTools decodes each tool (DecodeTool copies
+// what it keeps) before its page goes.
+type rawRef struct{ b []byte }
+
+// UnmarshalJSON keeps raw without copying it: see rawRef.
+func (r *rawRef) UnmarshalJSON(raw []byte) error {
+	r.b = raw
 	return nil
 }
 
