@@ -28,8 +28,11 @@ type BoundedLines struct {
 // error to stop reading with.
 type TooLongFunc func(prefix []byte) (replacement []byte, err error)
 
-// lineChunk is how much of a line is read at once.
-const lineChunk = 64 << 10
+// lineChunk is how much of a line is read at once. Each stdio server
+// keeps a buffer this size for as long as it runs, so it is small: with
+// 25 servers, 64 KiB buffers held 1.6 MB; a longer line takes a few more
+// reads of the pipe, which holds 64 KiB at most anyway.
+const lineChunk = 16 << 10
 
 // PrefixBytes is how much of a dropped line TooLongFunc is given.
 const PrefixBytes = 4 << 10
@@ -50,6 +53,12 @@ func (b *BoundedLines) Read(p []byte) (int, error) {
 	}
 	n := copy(p, b.line)
 	b.line = b.line[n:]
+	if len(b.line) == 0 {
+		// An empty tail still holds the line's whole buffer: a server
+		// idle after its tools/list would keep that answer (hundreds of
+		// kilobytes for hundreds of tools) for as long as it stays idle.
+		b.line = nil
+	}
 	return n, nil
 }
 

@@ -106,3 +106,30 @@ func FuzzLeadingID(f *testing.F) {
 		}
 	})
 }
+
+// A line handed out whole is let go of: the reader of a server that
+// answered tools/list with a long line and then went quiet must not keep
+// that line's buffer until the server writes again (#25: 25 servers of
+// 400 tools kept 8 MB so).
+func TestBoundedLinesLetsGoOfAHandedOutLine(t *testing.T) {
+	line := `{"jsonrpc":"2.0","id":1,"result":{"tools":[` + strings.Repeat(`{"name":"t"},`, 20000) + `{"name":"u"}]}}` + "\n"
+	pr, pw := io.Pipe()
+	go func() { _, _ = io.WriteString(pw, line) }() // then quiet, not closed
+	defer pw.Close()
+	b := NewBoundedLines(pr, 1<<20, func([]byte) ([]byte, error) { return nil, errors.New("too long") })
+	got := make([]byte, 0, len(line))
+	buf := make([]byte, 4096)
+	for len(got) < len(line) {
+		n, err := b.Read(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, buf[:n]...)
+	}
+	if string(got) != line {
+		t.Fatalf("read %d bytes, not the line", len(got))
+	}
+	if b.line != nil {
+		t.Errorf("the reader keeps the handed-out line's buffer (cap %d) while the server is quiet", cap(b.line))
+	}
+}
