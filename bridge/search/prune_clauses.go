@@ -267,6 +267,27 @@ func (cb *clauseBounds) cbestAbove(boost float64, crest []float64) bool {
 func filterRows(sc *scratch, nr int, cands []int32, at float64, ct *[maxClauses]float64, r float64, hi *[maxClauses]float64, ft float64) []int32 {
 	prow, touched, cand := sc.prow, sc.touched, sc.cand
 	kept := cands[:0]
+	if nr == 3 {
+		// Two clauses, the most common split: the same tests in the
+		// same order, with the thresholds held in registers.
+		ct0, ct1, hi0, hi1 := ct[0], ct[1], hi[0], hi[1]
+		for _, p := range cands {
+			i := int(p) * 3
+			row := prow[i : i+3 : i+3]
+			a, c0, c1 := row[0], row[1], row[2]
+			over := max(a-at, c0-ct0)
+			over = max(over, c1-ct1)
+			up := a + r
+			up += hi0 * c0
+			up += hi1 * c1
+			if over >= 0 || up >= ft {
+				kept = append(kept, p)
+				continue
+			}
+			cand[touched[p]] = false
+		}
+		return kept
+	}
 	for _, p := range cands {
 		row := prow[int(p)*nr : int(p)*nr+nr]
 		a := row[0]
@@ -292,6 +313,30 @@ func filterRows(sc *scratch, nr int, cands []int32, at float64, ct *[maxClauses]
 // score.
 func (t *topScores) kthFusedLow(k int, prow []float64, nr int, cands []int32, lo *[maxClauses]float64) float64 {
 	t.reset(k)
+	if nr == 3 {
+		// Two clauses: the same sums, the weights in registers.
+		lo0, lo1 := lo[0], lo[1]
+		offer := func(p int) {
+			i := p * 3
+			row := prow[i : i+3 : i+3]
+			s := row[0]
+			s += lo0 * row[1]
+			s += lo1 * row[2]
+			if len(t.best) < k || s > t.best[0] {
+				t.offer(s)
+			}
+		}
+		if cands == nil {
+			for p := range len(prow) / 3 {
+				offer(p)
+			}
+		} else {
+			for _, p := range cands {
+				offer(int(p))
+			}
+		}
+		return t.kth()
+	}
 	low := func(p int) {
 		row := prow[p*nr : p*nr+nr]
 		s := row[0]
