@@ -812,10 +812,7 @@ func (g *Gateway) forward(ctx context.Context, c call, u *upstream.Conn, meta ma
 func callParams(name string, args json.RawMessage, meta map[string]any) (json.RawMessage, error) {
 	buf := make([]byte, 0, len(name)+len(args)+64)
 	buf = append(buf, `{"name":`...)
-	buf, err := appendJSONString(buf, name)
-	if err != nil {
-		return nil, err
-	}
+	buf = jsonscan.AppendString(buf, name)
 	if len(args) > 0 {
 		buf = append(buf, `,"arguments":`...)
 		buf = append(buf, args...)
@@ -829,20 +826,6 @@ func callParams(name string, args json.RawMessage, meta map[string]any) (json.Ra
 		buf = append(buf, m...)
 	}
 	return append(buf, '}'), nil
-}
-
-// appendJSONString appends s as a JSON string: as is when it needs no
-// escaping (a tool name nearly always), else as encoding/json writes it.
-func appendJSONString(buf []byte, s string) ([]byte, error) {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, err := json.Marshal(s)
-			return append(buf, q...), err
-		}
-	}
-	buf = append(buf, '"')
-	buf = append(buf, s...)
-	return append(buf, '"'), nil
 }
 
 // textResult is the common shape of a tools/call result: text blocks and
