@@ -34,7 +34,8 @@ type Store struct {
 	shared Shared
 	cache  map[string]sharedPins // guarded by mu
 	// unread are the servers whose pins the last review could not read
-	// from the shared store (guarded by mu): see Unread.
+	// from the shared store, or could not write there (guarded by mu):
+	// see Unread.
 	unread map[string]bool
 	// mem holds the pins instead of dir when there is no state directory.
 	// Its maps are replaced, never changed, so a review reads them unlocked.
@@ -107,8 +108,9 @@ func NewSharedStore(sh Shared) *Store {
 }
 
 // Unread reports whether the last review of one of servers could not
-// read its pins from the shared store, and so held or kept what it could
-// not check: the gateway reviews again once the store answers.
+// read its pins from the shared store, or write the first-use pins it
+// made, and so held or kept what it could not check: the gateway reviews
+// again once the store answers.
 func (s *Store) Unread(servers ...string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -382,6 +384,13 @@ func (s *Store) add(server string, pins map[string]Pin, prints map[string]*field
 	}
 	if s.shared != nil {
 		if err := s.shared.Add(server, pins); err != nil {
+			// Not written, so held: the review that wanted them must run
+			// again once the store answers (see Unread), or a write that
+			// failed just after Redis came back, empty, would leave the
+			// server's tools held until the next change of its pins.
+			s.mu.Lock()
+			s.unread[server] = true
+			s.mu.Unlock()
 			return fmt.Errorf("saving pins of server %q: %w", server, err)
 		}
 		// Read them back, so that the pins this review trusted are the
