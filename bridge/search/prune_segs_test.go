@@ -79,3 +79,70 @@ func TestChunkBoundsHold(t *testing.T) {
 		t.Fatalf("%d recomputations of the bounds, %d checks with a drift: the cases were not met", rebases, drifted)
 	}
 }
+
+// TestRefineBoundHolds checks the bound the segment pass skips segments
+// by (refineBound): for random requests over catalogs whose servers hold
+// up to 64 tools (each tool a class of its own) and more (tools sharing
+// a class), no tool of a segment scores above its segment's refined
+// bound, which is never looser than the segment's bound. It also checks
+// that the refined bound is tighter for some segments and, where each
+// tool is a class of its own, for most, and there reached by some
+// segment's best tool, so that the cases matter.
+func TestRefineBoundHolds(t *testing.T) {
+	for _, tools := range []int{40, 300} {
+		t.Run(fmt.Sprintf("tools=%d", tools), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(tools), 25))
+			ix := New(Options{})
+			ix.UpsertAll(randomCatalog(rng, pruneVocab, 12, tools))
+			if alone := ix.maxSegDocs <= 64; alone != (tools <= 64) {
+				t.Fatalf("largest server has %d tools: the case is not met", ix.maxSegDocs)
+			}
+			boost := 1 + ix.opts.NameCoverage
+			segs, reached, tighter := 0, 0, 0
+			for range 300 {
+				ws := make([]string, 2+rng.IntN(7))
+				for i := range ws {
+					ws[i] = pruneVocab[rng.IntN(len(pruneVocab))]
+				}
+				q := strings.Join(ws, " ")
+				ix.mu.RLock()
+				groups, _ := ix.parseRequest(q)
+				refs := ix.resolve(groups)
+				var ss segScratch
+				ss.grow(len(ix.slots), ix.maxSegDocs)
+				ix.segBounds(refs, &ss)
+				for _, slot := range ss.slots {
+					rb := ix.refineBound(refs, &ss, slot)
+					var best topScores
+					best.reset(1)
+					from := len(ss.scores)
+					ix.scoreSegment(refs, &ss, slot, &best)
+					top := 0.0
+					for _, v := range ss.scores[from:] {
+						top = max(top, v)
+					}
+					if top > rb*(1+pruneSlack) {
+						t.Fatalf("%q: a tool of segment %d scores %v, over its refined bound %v", q, slot, top, rb)
+					}
+					if coarse := boost * ss.bound[slot]; rb > coarse*(1+pruneSlack) {
+						t.Fatalf("%q: segment %d's refined bound %v is over its bound %v", q, slot, rb, coarse)
+					} else if rb < coarse*(1-1e-6) {
+						tighter++
+					}
+					if top >= rb*(1-1e-12) {
+						reached++
+					}
+					segs++
+				}
+				ss.reset()
+				ix.mu.RUnlock()
+			}
+			t.Logf("%d segments: the refined bound is reached in %d, tighter than the segment's in %d", segs, reached, tighter)
+			// Tools that share a class share its bound, so it is reached
+			// only where each is a class of its own.
+			if tighter == 0 || tools <= 64 && (reached == 0 || tighter < segs/2) {
+				t.Fatal("the refined bound was never reached, or seldom tighter: the cases were not met")
+			}
+		})
+	}
+}
