@@ -1119,13 +1119,16 @@ func encodeAnswer(resp mcp.JSONRPCMessage) ([]byte, error) {
 
 // plainResult reports whether res is one appendPlainAnswer writes as
 // mcp-go would: text blocks without annotations or _meta, structured
-// content as raw bytes or none, and no input requests.
+// content as raw bytes, a structuredAppender (tool_search's) or none, and
+// no input requests.
 func plainResult(res *mcp.CallToolResult) bool {
 	if len(res.InputRequests) > 0 || res.RequestState != "" {
 		return false
 	}
 	if len(res.RawStructuredContent) == 0 && res.StructuredContent != nil {
-		return false
+		if _, ok := res.StructuredContent.(structuredAppender); !ok {
+			return false
+		}
 	}
 	for _, c := range res.Content {
 		t, ok := c.(mcp.TextContent)
@@ -1143,10 +1146,7 @@ func plainResult(res *mcp.CallToolResult) bool {
 // encoding/json escapes them. A 2026-07-28 answer's _meta (the server's
 // identity) is still encoded by json.Marshal.
 func appendPlainAnswer(id mcp.RequestId, res *mcp.CallToolResult) ([]byte, error) {
-	rawID, err := json.Marshal(id)
-	if err != nil {
-		return nil, err
-	}
+	var err error
 	var meta []byte
 	if res.Meta != nil {
 		if meta, err = encodeResultMeta(res.Meta); err != nil {
@@ -1154,18 +1154,25 @@ func appendPlainAnswer(id mcp.RequestId, res *mcp.CallToolResult) ([]byte, error
 		}
 	}
 	var structured []byte
+	appender, _ := res.StructuredContent.(structuredAppender)
 	if len(res.RawStructuredContent) > 0 {
+		appender = nil // mcp-go writes the raw bytes first
 		if structured, err = json.Marshal(res.RawStructuredContent); err != nil {
 			return nil, err
 		}
 	}
-	size := 96 + len(rawID) + len(meta) + len(structured)
+	size := 128 + len(meta) + len(structured)
 	for _, c := range res.Content {
 		size += 32 + len(c.(mcp.TextContent).Type) + len(c.(mcp.TextContent).Text)*11/10
 	}
+	if appender != nil {
+		size += appender.sizeHint()
+	}
 	buf := make([]byte, 0, size)
 	buf = append(buf, `{"jsonrpc":"2.0","id":`...)
-	buf = append(buf, rawID...)
+	if buf, err = appendID(buf, id); err != nil {
+		return nil, err
+	}
 	buf = append(buf, `,"result":{`...)
 	if meta != nil {
 		buf = append(buf, `"_meta":`...)
@@ -1195,8 +1202,32 @@ func appendPlainAnswer(id mcp.RequestId, res *mcp.CallToolResult) ([]byte, error
 	if structured != nil {
 		buf = append(buf, `,"structuredContent":`...)
 		buf = append(buf, structured...)
+	} else if appender != nil {
+		buf = append(buf, `,"structuredContent":`...)
+		if buf, err = appender.appendJSON(buf); err != nil {
+			return nil, err
+		}
 	}
 	return append(buf, "}}\n"...), nil
+}
+
+// appendID appends json.Marshal(id): the string or float64 the fast path
+// reads an id as (decodeID), or the int64 mcp-go's own ids are, written
+// directly; anything else through json.Marshal.
+func appendID(buf []byte, id mcp.RequestId) ([]byte, error) {
+	switch v := id.Value().(type) {
+	case string:
+		return jsonscan.AppendString(buf, v), nil
+	case float64:
+		return appendFloat(buf, v)
+	case int64:
+		return strconv.AppendInt(buf, v, 10), nil
+	}
+	raw, err := json.Marshal(id)
+	if err != nil {
+		return nil, err
+	}
+	return append(buf, raw...), nil
 }
 
 // encodeResultMeta is json.Marshal(meta), written directly when meta is

@@ -120,17 +120,59 @@ func String(quoted []byte) (string, bool) {
 	return s, true
 }
 
-// AppendString appends s as json.Marshal writes a string: as is when it
-// is printable ASCII that needs no escape (HTML characters are escaped),
-// else through json.Marshal.
+// AppendString appends s as json.Marshal writes a string (escaping HTML
+// characters, U+2028 and U+2029, and writing invalid UTF-8 as U+FFFD), in
+// place: the text of an answer nearly always has a newline or a character
+// beyond ASCII, and json.Marshal of it allocated a copy of the whole text
+// (the answer's largest part) and the quoted string besides (#25).
+// FuzzAppendString holds it to json.Marshal.
 func AppendString(buf []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s) // a string always encodes
-			return append(buf, q...)
-		}
-	}
 	buf = append(buf, '"')
-	buf = append(buf, s...)
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			buf = append(buf, s[start:i]...)
+			switch c {
+			case '\\', '"':
+				buf = append(buf, '\\', c)
+			case '\b':
+				buf = append(buf, '\\', 'b')
+			case '\f':
+				buf = append(buf, '\\', 'f')
+			case '\n':
+				buf = append(buf, '\\', 'n')
+			case '\r':
+				buf = append(buf, '\\', 'r')
+			case '\t':
+				buf = append(buf, '\\', 't')
+			default: // other control characters, and <, > and &
+				buf = append(buf, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			buf = append(buf, s[start:i]...)
+			buf = append(buf, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			buf = append(buf, s[start:i]...)
+			buf = append(buf, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	buf = append(buf, s[start:]...)
 	return append(buf, '"')
 }
+
+const hexDigits = "0123456789abcdef"
