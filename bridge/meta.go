@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -314,16 +315,40 @@ func searchLimit(raw json.RawMessage, cfg config.Search) (int, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return cfg.DefaultLimit, nil
 	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		raw = json.RawMessage(strings.TrimSpace(s))
-	}
 	var f float64
-	if err := json.Unmarshal(raw, &f); err != nil || f < 1 || f != math.Trunc(f) {
+	var err error
+	if plainNumber(raw) {
+		// What nearly every limit is: strconv reads it as the decoder
+		// would, without the decoder's failed try at a string (an error
+		// allocated a search) and its reflection.
+		f, err = strconv.ParseFloat(string(raw), 64)
+	} else {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			raw = json.RawMessage(strings.TrimSpace(s))
+		}
+		err = json.Unmarshal(raw, &f)
+	}
+	if err != nil || f < 1 || f != math.Trunc(f) {
 		return 0, fmt.Errorf("limit must be a whole number from 1 to %d (larger ones are capped at %d), got %s",
 			cfg.MaxLimit, cfg.MaxLimit, clip(string(raw), 40))
 	}
 	return int(min(f, float64(cfg.MaxLimit))), nil
+}
+
+// plainNumber reports whether raw, a JSON value, is a number: it is made
+// of the characters of one only (strconv.ParseFloat also reads hex, "Inf"
+// and underscores, which JSON has not).
+func plainNumber(raw []byte) bool {
+	if len(raw) == 0 || raw[0] != '-' && (raw[0] < '0' || raw[0] > '9') {
+		return false
+	}
+	for _, c := range raw {
+		if (c < '0' || c > '9') && c != '-' && c != '+' && c != '.' && c != 'e' && c != 'E' {
+			return false
+		}
+	}
+	return true
 }
 
 // truncateUTF8 cuts s to at most n bytes, at a character boundary.
@@ -525,9 +550,10 @@ func browse(cat *Catalog, perServer int, filter searchFilter) []CatalogServer {
 // the hints that decide a choice), not the JSON again.
 func searchResult(query string, res SearchResult, filter searchFilter) *mcp.CallToolResult {
 	var b strings.Builder
-	// Most of the text is the hits, a line of up to about 300 bytes each:
-	// room for them at once, not in doublings that copy the text so far.
-	b.Grow(256 + 320*len(res.Tools))
+	// Room for the whole text at once, not in doublings that copy the
+	// text so far, and not much more (the text is garbage once the
+	// answer is written).
+	b.Grow(searchTextSize(query, res))
 	switch {
 	case len(res.Tools) > 0:
 		if res.Partial {
@@ -572,6 +598,69 @@ func searchResult(query string, res SearchResult, filter searchFilter) *mcp.Call
 		Content:           []mcp.Content{mcp.NewTextContent(strings.TrimRight(b.String(), "\n"))},
 		StructuredContent: res,
 	}
+}
+
+// searchTextSize is about the length of searchResult's text for query and
+// res, more rather than less: the parts writeHit and searchResult write,
+// each counted at its longest.
+func searchTextSize(query string, res SearchResult) int {
+	// The header and the notes: their fixed text, and the query (clipped
+	// to maxEcho characters, quoted) in two of them.
+	q := 8 + min(len(query), 4*maxEcho)
+	n := 144 + q + len(res.RankingNote)
+	if res.Partial {
+		n += 120 + q
+	}
+	if res.FilteredOut > 0 {
+		n += 192
+	}
+	for i := range res.Tools {
+		h := &res.Tools[i]
+		// "n. (weak match) id (or name) — text [hints] (params) DEPRECATED: use instead"
+		n += 16 + len(h.ID) + 6 + len(h.Name)
+		if h.Weak {
+			n += 13
+		}
+		if h.text != "" {
+			n += len(h.text)
+		} else {
+			n += min(len(h.Description), 4*maxTextDescription)
+		}
+		for _, a := range h.Annotations {
+			n += 3 + len(a)
+		}
+		if len(h.Parameters) == 0 {
+			n += 13 // "no parameters"
+		}
+		for _, p := range h.Parameters {
+			n += 5 + len(p.Name) + len(p.Type)
+		}
+		if h.Deprecated {
+			n += 17 + len(h.Instead)
+		}
+		if len(h.Flags) > 0 {
+			n += 96
+		}
+		for _, f := range h.Flags {
+			n += 16 + len(f.Rule) + len(f.Where) + len(f.Why)
+		}
+	}
+	for _, d := range res.DidYouMean {
+		n += 2 + len(d)
+	}
+	for _, s := range res.Catalog {
+		n += 32 + len(s.Server)
+		for _, t := range s.Tools {
+			n += 2 + len(t)
+		}
+	}
+	if h := res.Held; h != nil {
+		n += 256 + len(h.Review)
+		for _, s := range h.Servers {
+			n += 2 + len(s)
+		}
+	}
+	return n + n/32
 }
 
 // maxTextDescription is where the text block cuts a hit's description

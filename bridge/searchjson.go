@@ -34,40 +34,56 @@ type structuredAppender interface {
 	sizeHint() int
 }
 
-// sizeHint is about len(appendJSON): the keys and punctuation a field
-// takes (over-counted), plus its text, which rarely needs escapes.
+// sizeHint is about len(appendJSON): each field's key and punctuation,
+// counted at their longest, plus its text, which rarely needs escapes.
 func (r SearchResult) sizeHint() int {
-	n := 128 + len(r.Ranking) + len(r.RankingNote)
+	n := 80 + len(r.Ranking) + len(r.RankingNote)
 	for i := range r.Tools {
 		h := &r.Tools[i]
-		n += 160 + len(h.ID) + len(h.Server) + len(h.Name) + len(h.Description) + len(h.Instead)
+		// {"id":"","server":"","name":"","description":"","parameters":[],"score":-0.000}
+		n += 96 + len(h.ID) + len(h.Server) + len(h.Name) + len(h.Description)
 		for _, p := range h.Parameters {
-			n += 40 + len(p.Name) + len(p.Type)
+			n += 36 + len(p.Name) + len(p.Type)
+		}
+		if h.AlreadyListed || h.Weak || h.Deprecated {
+			n += 56
+		}
+		if h.Instead != "" {
+			n += 16 + len(h.Instead)
+		}
+		if len(h.Annotations) > 0 {
+			n += 16
 		}
 		for _, a := range h.Annotations {
-			n += 4 + len(a)
+			n += 3 + len(a)
+		}
+		if len(h.Flags) > 0 {
+			n += 12
 		}
 		for _, f := range h.Flags {
-			n += 40 + len(f.Rule) + len(f.Where) + len(f.Why)
+			n += 32 + len(f.Rule) + len(f.Where) + len(f.Why)
 		}
 	}
+	if len(r.DidYouMean) > 0 {
+		n += 18
+	}
 	for _, s := range r.DidYouMean {
-		n += 4 + len(s)
+		n += 3 + len(s)
 	}
 	for _, s := range r.Catalog {
 		n += 48 + len(s.Server)
 		for _, t := range s.Tools {
-			n += 4 + len(t)
+			n += 3 + len(t)
 		}
 	}
 	if r.Held != nil {
-		n += 48 + len(r.Held.Review)
+		n += 64 + len(r.Held.Review)
 		for _, s := range r.Held.Servers {
-			n += 4 + len(s)
+			n += 3 + len(s)
 		}
 	}
 	// Escapes: a character beyond ASCII is written as is; a newline or a
-	// quote takes a byte more, and an HTML character five.
+	// quote takes a byte more, an HTML character five.
 	return n + n/16
 }
 

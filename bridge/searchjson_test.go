@@ -130,6 +130,9 @@ func TestToolSearchAnswersEncodeAsBefore(t *testing.T) {
 			t.Fatalf("tool_search's structured content is a %T", res.StructuredContent)
 		}
 		checkSearchResultAppend(t, sr)
+		if text := res.Content[0].(mcp.TextContent).Text; len(text) > searchTextSize(q, sr) {
+			t.Errorf("tool_search %q: searchTextSize %d, the text is %d bytes", q, searchTextSize(q, sr), len(text))
+		}
 		if s, _ := sr.appendJSON(nil); sr.sizeHint() < len(s) {
 			t.Errorf("tool_search %q: sizeHint %d, the encoding is %d bytes", q, sr.sizeHint(), len(s))
 		}
