@@ -81,6 +81,7 @@ import (
 	"log"
 	"net/http"
 	"reflect"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -1068,6 +1069,7 @@ func (f *stdioFront) write(resp mcp.JSONRPCMessage, rawID json.RawMessage) {
 	if err == nil {
 		_, err = f.out.writeAnswer(b, rawID)
 	}
+	recycleAnswer(b)
 	if err != nil {
 		f.logger.Printf("Error writing tool response: %v", err)
 	}
@@ -1103,11 +1105,16 @@ func (f *stdioFront) cancelled(msg []byte) {
 // directly: mcp-go's CallToolResult.MarshalJSON builds a map of it and
 // encodes that by reflection, about 25 allocations a call. Anything else
 // goes through json.Marshal. FuzzEncodeAnswer holds the two to the same
-// bytes.
+// bytes. A caller done with the bytes once it has written them may hand
+// them back with recycleAnswer.
 func encodeAnswer(resp mcp.JSONRPCMessage) ([]byte, error) {
 	if r, ok := resp.(mcp.JSONRPCResponse); ok {
 		if res, ok := r.Result.(*mcp.CallToolResult); ok && plainResult(res) {
-			return appendPlainAnswer(r.ID, res)
+			var buf []byte
+			if p, _ := answerBufs.Get().(*[]byte); p != nil {
+				buf = *p
+			}
+			return appendPlainAnswer(buf, r.ID, res)
 		}
 	}
 	b, err := json.Marshal(resp)
@@ -1115,6 +1122,26 @@ func encodeAnswer(resp mcp.JSONRPCMessage) ([]byte, error) {
 		return nil, err
 	}
 	return append(b, '\n'), nil
+}
+
+// answerBufs keeps the buffers answers were written in, for the next
+// answers: an answer is garbage once written (a tool_search answer over
+// stdio is 2 to 5 KB, a tenth of what a search allocated in all, and what
+// a search allocates decides how often the collector runs, #25).
+var answerBufs sync.Pool
+
+// maxRecycledAnswer bounds the buffers answerBufs keeps: a rare large
+// answer's buffer is left to the collector rather than held.
+const maxRecycledAnswer = 64 << 10
+
+// recycleAnswer hands back b, encodeAnswer's bytes, once written: the
+// caller must not use it after.
+func recycleAnswer(b []byte) {
+	if cap(b) == 0 || cap(b) > maxRecycledAnswer {
+		return
+	}
+	b = b[:0]
+	answerBufs.Put(&b)
 }
 
 // plainResult reports whether res is one appendPlainAnswer writes as
@@ -1139,13 +1166,14 @@ func plainResult(res *mcp.CallToolResult) bool {
 	return true
 }
 
-// appendPlainAnswer writes the answer with id and res, a plainResult, as
+// appendPlainAnswer writes the answer with id and res, a plainResult, in
+// buf's room (buf's bytes are overwritten; nil for a new buffer), as
 // json.Marshal writes it: the map CallToolResult.MarshalJSON builds has
 // its keys in sorted order (_meta, content, isError, resultType,
 // structuredContent), and strings and raw JSON are escaped as
 // encoding/json escapes them. A 2026-07-28 answer's _meta (the server's
 // identity) is still encoded by json.Marshal.
-func appendPlainAnswer(id mcp.RequestId, res *mcp.CallToolResult) ([]byte, error) {
+func appendPlainAnswer(buf []byte, id mcp.RequestId, res *mcp.CallToolResult) ([]byte, error) {
 	var err error
 	var meta []byte
 	if res.Meta != nil {
@@ -1168,7 +1196,7 @@ func appendPlainAnswer(id mcp.RequestId, res *mcp.CallToolResult) ([]byte, error
 	if appender != nil {
 		size += appender.sizeHint()
 	}
-	buf := make([]byte, 0, size)
+	buf = slices.Grow(buf[:0], size)
 	buf = append(buf, `{"jsonrpc":"2.0","id":`...)
 	if buf, err = appendID(buf, id); err != nil {
 		return nil, err

@@ -199,6 +199,7 @@ func (f *httpFront) serve(w http.ResponseWriter, r *http.Request, c fastCall) {
 	if err == nil {
 		_, err = w.Write(b)
 	}
+	recycleAnswer(b) // net/http has copied it
 	if err != nil {
 		f.g.logger.Error("Failed to write response", "err", err)
 	}

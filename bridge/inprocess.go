@@ -95,7 +95,7 @@ func inProcessResponse(msg mcp.JSONRPCMessage) (*transport.JSONRPCResponse, erro
 	if r, ok := msg.(mcp.JSONRPCResponse); ok && r.JSONRPC == mcp.JSONRPC_VERSION {
 		if res, ok := r.Result.(*mcp.CallToolResult); ok && plainResult(res) {
 			if id, ok := decodedID(r.ID); ok {
-				line, err := appendPlainAnswer(r.ID, res)
+				line, err := appendPlainAnswer(nil, r.ID, res)
 				if err != nil {
 					return nil, fmt.Errorf("encoding the answer: %w", err)
 				}

@@ -205,3 +205,73 @@ func TestAppendIDMatchesMarshal(t *testing.T) {
 		}
 	}
 }
+
+// TestEncodeAnswerOtherAnswers: the answers appendPlainAnswer does not
+// write (errors, images, annotated text, structured content as a map,
+// requests for input) are json.Marshal's bytes and a newline.
+func TestEncodeAnswerOtherAnswers(t *testing.T) {
+	annotated := mcp.NewTextContent("a <b> & c\n")
+	annotated.Annotations = &mcp.Annotations{Audience: []mcp.Role{mcp.RoleUser}}
+	withState := &mcp.CallToolResult{Content: []mcp.Content{}}
+	withState.RequestState = "state\u2028"
+	results := []any{
+		&mcp.CallToolResult{Content: []mcp.Content{mcp.NewImageContent("aGk=", "image/png")}},
+		&mcp.CallToolResult{Content: []mcp.Content{annotated}, IsError: true},
+		&mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent("x")}, StructuredContent: map[string]any{"k": "<v>", "n": 1.5}},
+		withState,
+		map[string]any{"tools": []string{"a"}},
+	}
+	var msgs []mcp.JSONRPCMessage
+	for i, r := range results {
+		msgs = append(msgs, mcp.NewJSONRPCResultResponse(mcp.NewRequestId(int64(i)), r))
+	}
+	msgs = append(msgs,
+		mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId("x<y>"),
+			Error: mcp.NewJSONRPCErrorDetails(mcp.INVALID_PARAMS, "tool 'a&b' not found", nil)})
+	for _, m := range msgs {
+		want, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := encodeAnswer(m)
+		if err != nil || string(got) != string(want)+"\n" {
+			t.Errorf("encodeAnswer:\n%s %v\njson.Marshal:\n%s", got, err, want)
+		}
+	}
+}
+
+// TestAnswerBuffersAreReused: an answer written and handed back with
+// recycleAnswer lends its buffer to the next one, which is written whole
+// over it; before, every answer allocated its own (a tool_search answer
+// is 2 to 5 KB).
+func TestAnswerBuffersAreReused(t *testing.T) {
+	g := newTestGateway(t, config.ModeOn, synthUpstreams(t, 400))
+	var resps []mcp.JSONRPCMessage
+	var want [][]byte
+	for i, q := range []string{"create an issue in a repository", "read a file", "zzqx unmatched", ""} {
+		req := mcp.CallToolRequest{}
+		req.Params.Name = toolid.MetaSearch
+		req.Params.Arguments = map[string]any{"query": q}
+		res, err := g.handleSearch(context.Background(), req)
+		if err != nil || res.IsError {
+			t.Fatalf("tool_search %q: %v %+v", q, err, res)
+		}
+		resp := mcp.NewJSONRPCResultResponse(mcp.NewRequestId(int64(i)), any(res))
+		w, err := json.Marshal(resp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resps, want = append(resps, resp), append(want, append(w, '\n'))
+	}
+	// Answers of different lengths, each over the last one's buffer.
+	for round := range 3 {
+		for i, resp := range resps {
+			got, err := encodeAnswer(resp)
+			if err != nil || string(got) != string(want[i]) {
+				t.Fatalf("round %d, answer %d:\n%s %v\nwant\n%s", round, i, got, err, want[i])
+			}
+			recycleAnswer(got)
+		}
+	}
+	checkAnswerBufferReused(t, resps[0], len(want[0]))
+}
