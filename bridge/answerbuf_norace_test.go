@@ -9,6 +9,9 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
+// raceEnabled says the tests run under the race detector.
+const raceEnabled = false
+
 // checkAnswerBufferReused fails t unless encoding resp, an answer of size
 // bytes, and handing the bytes back allocates far fewer bytes than the
 // answer holds. Not under the race detector, whose sync.Pool drops much of

@@ -184,9 +184,13 @@ func TestToolSearchAnswerAllocations(t *testing.T) {
 	res.ResultType = mcp.ResultTypeComplete
 	res.EnsureResultMeta().SetServerInfo(mcp.Implementation{Name: serverName, Version: Version})
 	resp := mcp.NewJSONRPCResultResponse(mcp.NewRequestId(int64(7)), any(res))
-	// The id, the _meta and the answer.
-	if n := testing.AllocsPerRun(50, func() { _, _ = encodeAnswer(resp) }); n > 3 {
-		t.Errorf("encodeAnswer of a tool_search answer: %v allocations, want at most 3", n)
+	// 3 (24 before); the race detector's pool takes one more.
+	want := 3.0
+	if raceEnabled {
+		want++
+	}
+	if n := testing.AllocsPerRun(50, func() { _, _ = encodeAnswer(resp) }); n > want {
+		t.Errorf("encodeAnswer of a tool_search answer: %v allocations, want at most %v", n, want)
 	}
 }
 
