@@ -3,7 +3,9 @@ package bridge
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -117,6 +119,89 @@ func TestStdioCancelledFastCall(t *testing.T) {
 	send(`{"jsonrpc":"2.0","id":6,"method":"ping"}`)
 	if got := next("ping answer"); !strings.Contains(got, `"id":6`) {
 		t.Fatalf("got %s, want the ping's answer", got)
+	}
+	_ = inW.Close()
+	if err := <-served; err != nil {
+		t.Fatalf("ServeStdio: %v", err)
+	}
+}
+
+// TestStdioFastCallsAtOnce: a call read while another runs starts at
+// once too, though the reader answers the first call itself (see
+// stdioFront.follow), and so does a third; each one's cancellation
+// reaches it.
+func TestStdioFastCallsAtOnce(t *testing.T) {
+	cfg := config.Default()
+	cfg.Mode = config.ModeOff
+	cfg.StateDir = t.TempDir()
+	cfg.Timeouts.Call = time.Hour
+	cfg.Serve.ShutdownGrace = 100 * time.Millisecond
+	g, err := New(&cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = g.Close() })
+	if err := g.Connect(context.Background(), []upstream.Spec{{Name: "up", InProcess: echoServer("up")}}); err != nil {
+		t.Fatal(err)
+	}
+	// A kernel pipe: a line is sent whether or not the gateway reads it.
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- g.ServeStdio(ctx, inR, outW, nil); _ = outW.Close() }()
+	// On failure, the slow calls are cut before the gateway closes.
+	t.Cleanup(func() { cancel(); _, _ = inW.Close(), inR.Close() })
+	lines := make(chan string, 16)
+	go func() {
+		s := bufio.NewScanner(outR)
+		for s.Scan() {
+			lines <- s.Text()
+		}
+		close(lines)
+	}()
+	send := func(msg string) {
+		if _, err := io.WriteString(inW, msg+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next := func(what string) string {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("stdout ended before %s", what)
+			}
+			return l
+		case <-time.After(time.Minute): // the calls themselves wait an hour
+			t.Fatalf("no %s within a minute", what)
+		}
+		return ""
+	}
+	running := func(n int) {
+		for deadline := time.Now().Add(time.Minute); g.calls.Running() != n; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d calls running, want %d", g.calls.Running(), n)
+			}
+		}
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	next("initialize answer")
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	for i, id := range []int{5, 6, 7} {
+		send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"slow"}}`, id))
+		running(i + 1)
+	}
+	if n := g.fastServed.Load(); n != 3 {
+		t.Fatalf("fast path answered %d calls, want 3", n)
+	}
+	for _, id := range []int{6, 5, 7} {
+		send(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d,"reason":"user"}}`, id))
+		if got := next(fmt.Sprintf("answer to cancelled call %d", id)); !strings.Contains(got, fmt.Sprintf(`"id":%d`, id)) {
+			t.Fatalf("got %s, want the answer to id %d", got, id)
+		}
 	}
 	_ = inW.Close()
 	if err := <-served; err != nil {

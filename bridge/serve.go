@@ -60,6 +60,7 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, e
 	// tools/call lines the fast path takes, and hands mcp-go the rest.
 	front := newStdioFront(g, w, logger)
 	front.read = calls.readParsed
+	front.buffered = lines.Buffered
 	s.SetContextFunc(front.contextFunc)
 	toListen, fromFront := io.Pipe()
 	go front.run(lines.Line, held, fromFront)

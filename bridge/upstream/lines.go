@@ -80,6 +80,10 @@ func (b *BoundedLines) Line() ([]byte, error) {
 	}
 }
 
+// Buffered reports whether input is already read past the lines handed
+// out: a next line, or part of one, can be had without waiting.
+func (b *BoundedLines) Buffered() bool { return b.r.Buffered() > 0 || len(b.line) > 0 }
+
 // next reads one line of at most limit bytes, or the replacement of a
 // longer one. A line read whole at once is returned in the reader's
 // buffer, not copied: Read copies it out before reading on.
