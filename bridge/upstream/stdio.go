@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"math"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -50,8 +51,14 @@ type StdioTransport struct {
 
 	writeMu sync.Mutex // one message at a time on out
 
+	// slots keeps the channels a request waits for its answer on: one
+	// made for each request was an allocation a call. A channel goes back
+	// only once its one answer is read from it; one left by a request
+	// that ended first (its answer may still be sent) is dropped.
+	slots sync.Pool
+
 	mu        sync.Mutex // guards pending, onRequest, ctx and started
-	pending   map[string]chan *transport.JSONRPCResponse
+	pending   map[idKey]chan *transport.JSONRPCResponse
 	onRequest transport.RequestHandler
 	ctx       context.Context // Start's: the server's requests are served in it
 	started   bool
@@ -69,7 +76,7 @@ var _ transport.BidirectionalInterface = (*StdioTransport)(nil)
 // stdin), which Close closes.
 func NewStdioTransport(lines *BoundedLines, out io.WriteCloser) *StdioTransport {
 	return &StdioTransport{lines: lines, out: out, logger: slog.Default(),
-		pending: map[string]chan *transport.JSONRPCResponse{}, ctx: context.Background(), done: make(chan struct{})}
+		pending: map[idKey]chan *transport.JSONRPCResponse{}, ctx: context.Background(), done: make(chan struct{})}
 }
 
 // Start starts reading the server's messages; starting again does
@@ -147,7 +154,7 @@ func (t *StdioTransport) handle(line []byte) {
 
 // answer hands resp to the request it answers, if one awaits it.
 func (t *StdioTransport) answer(resp *transport.JSONRPCResponse) {
-	key := resp.ID.String()
+	key := keyOf(resp.ID)
 	t.mu.Lock()
 	ch, ok := t.pending[key]
 	delete(t.pending, key)
@@ -289,8 +296,8 @@ func (t *StdioTransport) SendRequest(ctx context.Context, request transport.JSON
 	if err != nil {
 		return nil, fmt.Errorf("failed to marshal request: %w", err)
 	}
-	key := request.ID.String()
-	ch := make(chan *transport.JSONRPCResponse, 1)
+	key := keyOf(request.ID)
+	ch := t.slot()
 	t.mu.Lock()
 	t.pending[key] = ch
 	t.mu.Unlock()
@@ -305,6 +312,7 @@ func (t *StdioTransport) SendRequest(ctx context.Context, request transport.JSON
 	}
 	select {
 	case resp := <-ch:
+		t.slots.Put(ch)
 		return resp, nil
 	case <-ctx.Done():
 		forget()
@@ -313,12 +321,48 @@ func (t *StdioTransport) SendRequest(ctx context.Context, request transport.JSON
 		// An answer may have come just before the end.
 		select {
 		case resp := <-ch:
+			t.slots.Put(ch)
 			return resp, nil
 		default:
 		}
 		forget()
 		return nil, transport.ErrTransportClosed
 	}
+}
+
+// slot is a channel for one answer, from slots or new.
+func (t *StdioTransport) slot() chan *transport.JSONRPCResponse {
+	if ch, ok := t.slots.Get().(chan *transport.JSONRPCResponse); ok {
+		return ch
+	}
+	return make(chan *transport.JSONRPCResponse, 1)
+}
+
+// idKey is a request id as a key of pending: the ids RequestId.String
+// tells apart, told apart without building that string twice a call.
+type idKey struct {
+	kind byte // 's' string, 'i' integral number, 'f' other number, 'o' anything else
+	n    int64
+	f    float64
+	s    string
+}
+
+// keyOf is id's key: equal for two ids exactly when their String is.
+func keyOf(id mcp.RequestId) idKey {
+	switch v := id.Value().(type) {
+	case string:
+		return idKey{kind: 's', s: v}
+	case int64:
+		return idKey{kind: 'i', n: v}
+	case float64:
+		if v == float64(int64(v)) {
+			return idKey{kind: 'i', n: int64(v)}
+		}
+		if !math.IsNaN(v) { // NaN is never equal to itself, as a key
+			return idKey{kind: 'f', f: v}
+		}
+	}
+	return idKey{kind: 'o', s: id.String()}
 }
 
 // appendRequest appends request to buf as json.Marshal writes it, and the

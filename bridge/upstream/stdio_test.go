@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"os"
 	"reflect"
 	"slices"
@@ -412,5 +413,25 @@ func BenchmarkStdioTransport(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestKeyOfMatchesString: two ids share a key of pending exactly when
+// their RequestId.String, mcp-go's key, is the same.
+func TestKeyOfMatchesString(t *testing.T) {
+	ids := []mcp.RequestId{
+		mcp.NewRequestId("tb-1"), mcp.NewRequestId("tb-2"), mcp.NewRequestId("1"), mcp.NewRequestId(""),
+		mcp.NewRequestId(int64(1)), mcp.NewRequestId(float64(1)), mcp.NewRequestId(int64(-3)), mcp.NewRequestId(-3.0),
+		mcp.NewRequestId(1.5), mcp.NewRequestId(1.5), mcp.NewRequestId(math.Copysign(0, -1)), mcp.NewRequestId(int64(0)),
+		mcp.NewRequestId(math.NaN()), mcp.NewRequestId(1), mcp.NewRequestId(nil), mcp.NewRequestId(nil),
+		mcp.NewRequestId(1e300), mcp.NewRequestId(int64(math.MinInt64)),
+	}
+	for _, a := range ids {
+		for _, b := range ids {
+			same := a.String() == b.String()
+			if got := keyOf(a) == keyOf(b); got != same {
+				t.Errorf("keyOf(%s) == keyOf(%s) is %v, their String equal %v", a.String(), b.String(), got, same)
+			}
+		}
 	}
 }
