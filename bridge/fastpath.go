@@ -1255,9 +1255,11 @@ func appendPlainAnswer(buf []byte, id mcp.RequestId, res *mcp.CallToolResult) ([
 	}
 	var structured []byte
 	appender, _ := res.StructuredContent.(structuredAppender)
-	if len(res.RawStructuredContent) > 0 {
+	if raw := res.RawStructuredContent; len(raw) > 0 {
 		appender = nil // mcp-go writes the raw bytes first
-		if structured, err = json.Marshal(res.RawStructuredContent); err != nil {
+		if compactAsIs(raw) {
+			structured = raw
+		} else if structured, err = json.Marshal(raw); err != nil {
 			return nil, err
 		}
 	}
@@ -1328,6 +1330,37 @@ func appendID(buf []byte, id mcp.RequestId) ([]byte, error) {
 		return nil, err
 	}
 	return append(buf, raw...), nil
+}
+
+// compactAsIs reports whether raw is valid JSON that json.Marshal of a
+// json.RawMessage writes unchanged: no space between tokens, and no
+// character its HTML escaping replaces (<, >, &, U+2028, U+2029). An
+// upstream's structured content nearly always is, and json.Marshal's
+// compacting copy of it cost a scan and an allocation a call (#25).
+func compactAsIs(raw []byte) bool {
+	inString, escaped := false, false
+	for i, c := range raw {
+		switch {
+		case c == '<' || c == '>' || c == '&':
+			return false
+		case c == 0xE2 && i+2 < len(raw) && raw[i+1] == 0x80 && raw[i+2]&^1 == 0xA8:
+			return false
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			return false
+		}
+	}
+	return json.Valid(raw)
 }
 
 // encodeResultMeta is json.Marshal(meta), written directly when meta is

@@ -297,6 +297,14 @@ func FuzzEncodeAnswer(f *testing.F) {
 	f.Add(`"x<y>"`, "a&b <c> \u2028 \xff \x01 \"q\" \\", "second", true, ` { "s" : "<&>" , "n" : [1, 2.50, -0] } `)
 	f.Add(`12345678901234567890`, "", "", false, ``)
 	f.Add(`-1.5e3`, "é😀", "x", true, `"not an object"`)
+	// appendID's float64 range edges, and structured content compactAsIs
+	// takes as is or leaves to json.Marshal.
+	f.Add(`1e-7`, "a", "", false, `{"s":"a b\"c\\","n":[1,-0.5e3]}`)
+	f.Add(`0.000001`, "a", "", false, `{"s":"x y"}`)
+	f.Add(`1e21`, "a", "", false, `{"s":"\u003c"}`)
+	f.Add(`-0`, "a", "", false, `[1,{"a":"\t"},"tab	in"]`)
+	f.Add(`999999999999999999999`, "a", "", false, `{"a":1}`+"\n")
+	f.Add(`"<id>"`, "a", "", false, `{"é":"😀","\"k":null}`)
 	f.Fuzz(func(t *testing.T, id, text1, text2 string, isError bool, structured string) {
 		for _, modern := range []bool{false, true} {
 			encodeAnswerCase(t, id, text1, text2, isError, structured, modern)
