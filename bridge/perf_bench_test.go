@@ -50,7 +50,9 @@ const catalogSize = 10000
 // in-process client, whose request runs on the benchmark's goroutine, the
 // request's own CPU time, its share of collection (assists) included
 // (own-cpu-p50-ns, own-cpu-p99-ns). CPU time holds on a loaded machine
-// where the wall-clock p99 measures the neighbours.
+// where the wall-clock p99 measures the neighbours. client=stdio-raw is
+// client=stdio with a client that does not decode the answers (see
+// benchToolSearchRawStdio), so its process CPU is the gateway's.
 func BenchmarkToolSearch10k(b *testing.B) {
 	g := newTestGateway(b, config.ModeOn, synthUpstreams(b, catalogSize))
 	if n := len(g.Catalog().Deferred); n != catalogSize {
@@ -100,6 +102,9 @@ func BenchmarkToolSearch10k(b *testing.B) {
 			cpuLat.report(b)
 		})
 	}
+	// The stdio protocol again, with a client that does not decode the
+	// answers: the gateway's work apart from mcp-go's client's.
+	b.Run("client=stdio-raw", func(b *testing.B) { benchToolSearchRawStdio(b, g, queries) })
 }
 
 // BenchmarkToolSearchServer is BenchmarkToolSearch10k without the client:

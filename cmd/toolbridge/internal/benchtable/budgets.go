@@ -83,6 +83,11 @@ var budgets = []budget{
 	},
 	toolSearch("client=inprocess", "tool_search, 10k tools, in-process client"),
 	toolSearch("client=stdio", "tool_search, 10k tools, stdio client"),
+	// The same protocol with a client that does not decode the answers:
+	// in one process with the gateway, mcp-go's stdio client allocates
+	// four times the gateway's bytes a search, so its garbage sets the
+	// row above's p99. This row counts the gateway's work apart from it.
+	toolSearch("client=stdio-raw", "tool_search, 10k tools, stdio client that does not decode"),
 	{
 		path:  "tools/call through tool_call, in-process upstream, CPU a call",
 		limit: fmt.Sprintf("≤ %.1f× direct", callRatioLimit),
@@ -222,7 +227,7 @@ func toolSearch(sub, path string) budget {
 			return ownCPUQuantiles(r, "BenchmarkToolSearch10k/"+sub, 2e6)
 		},
 	}
-	if sub == "client=stdio" {
+	if strings.HasPrefix(sub, "client=stdio") {
 		// Over stdio the request crosses goroutines: only the process's
 		// CPU time can be read, a stricter measure.
 		b.limit = "p99 < 2 ms of the process's CPU time"

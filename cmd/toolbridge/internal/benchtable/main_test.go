@@ -80,6 +80,31 @@ func TestVerdicts(t *testing.T) {
 		})
 	}
 
+	// Both stdio rows are judged on the process's CPU p99, each on its own
+	// benchmark: the raw client's figures never stand in for mcp-go's.
+	const (
+		stdioSearchPath = "tool_search, 10k tools, stdio client"
+		rawSearchPath   = "tool_search, 10k tools, stdio client that does not decode"
+	)
+	search := func(sub string, cpuP99 float64) string {
+		return fmt.Sprintf("BenchmarkToolSearch10k/%s-2 10 1 ns/op 400000 cpu-p50-ns %g cpu-p99-ns 1 p50-ns 1300000 p99-ns\n", sub, cpuP99)
+	}
+	for _, tc := range []struct {
+		name, input, path, want string
+	}{
+		{"raw under the limit", search("client=stdio-raw", 1999999), rawSearchPath, "process CPU p50 400 µs, p99 2.00 ms; wall-clock p99 1.30 ms | met |"},
+		{"raw at the limit", search("client=stdio-raw", 2e6), rawSearchPath, "| missed |"},
+		{"raw alone leaves stdio not run", search("client=stdio-raw", 1e6), stdioSearchPath, "| not run |"},
+		{"stdio alone leaves raw not run", search("client=stdio", 1e6), rawSearchPath, "| not run |"},
+		{"each on its own", search("client=stdio", 3e6) + search("client=stdio-raw", 1e6), stdioSearchPath, "p99 3.00 ms; wall-clock p99 1.30 ms | missed |"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := rowOf(t, tc.input, tc.path); !strings.Contains(got, tc.want) {
+				t.Errorf("row = %q, want it to contain %q", got, tc.want)
+			}
+		})
+	}
+
 	// Start-up is judged against the 13 servers started at once without
 	// the gateway, not against the slowest one started alone.
 	const startupPath = "start-up, 13 stdio servers (processes), to the first tools/list"
