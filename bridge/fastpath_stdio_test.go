@@ -72,34 +72,7 @@ func TestStdioCancelledFastCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	served := make(chan error, 1)
-	go func() { served <- g.ServeStdio(context.Background(), inR, outW, nil); _ = outW.Close() }()
-	lines := make(chan string, 16)
-	go func() {
-		s := bufio.NewScanner(outR)
-		for s.Scan() {
-			lines <- s.Text()
-		}
-		close(lines)
-	}()
-	send := func(msg string) {
-		if _, err := io.WriteString(inW, msg+"\n"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	next := func(what string) string {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				t.Fatalf("stdout ended before %s", what)
-			}
-			return l
-		case <-time.After(time.Minute): // the call itself waits an hour
-			t.Fatalf("no %s within a minute", what)
-		}
-		return ""
-	}
+	send, next, served := stdioLines(t, context.Background(), g, inR, inW)
 	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
 	next("initialize answer")
 	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
@@ -149,37 +122,10 @@ func TestStdioFastCallsAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- g.ServeStdio(ctx, inR, outW, nil); _ = outW.Close() }()
 	// On failure, the slow calls are cut before the gateway closes.
 	t.Cleanup(func() { cancel(); _, _ = inW.Close(), inR.Close() })
-	lines := make(chan string, 16)
-	go func() {
-		s := bufio.NewScanner(outR)
-		for s.Scan() {
-			lines <- s.Text()
-		}
-		close(lines)
-	}()
-	send := func(msg string) {
-		if _, err := io.WriteString(inW, msg+"\n"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	next := func(what string) string {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				t.Fatalf("stdout ended before %s", what)
-			}
-			return l
-		case <-time.After(time.Minute): // the calls themselves wait an hour
-			t.Fatalf("no %s within a minute", what)
-		}
-		return ""
-	}
+	send, next, served := stdioLines(t, ctx, g, inR, inW)
 	running := func(n int) {
 		for deadline := time.Now().Add(time.Minute); g.calls.Running() != n; time.Sleep(5 * time.Millisecond) {
 			if time.Now().After(deadline) {
@@ -207,4 +153,41 @@ func TestStdioFastCallsAtOnce(t *testing.T) {
 	if err := <-served; err != nil {
 		t.Fatalf("ServeStdio: %v", err)
 	}
+}
+
+// stdioLines serves g with ServeStdio(ctx) reading in, and returns send,
+// which writes a line to w (in's other end), next, which waits for the
+// next line of output a minute at most (the calls of these tests would
+// wait an hour), and ServeStdio's result, once the output is closed.
+func stdioLines(t *testing.T, ctx context.Context, g *Gateway, in io.Reader, w io.Writer) (send func(msg string), next func(what string) string, served <-chan error) {
+	t.Helper()
+	outR, outW := io.Pipe()
+	result := make(chan error, 1)
+	go func() { result <- g.ServeStdio(ctx, in, outW, nil); _ = outW.Close() }()
+	lines := make(chan string, 16)
+	go func() {
+		s := bufio.NewScanner(outR)
+		for s.Scan() {
+			lines <- s.Text()
+		}
+		close(lines)
+	}()
+	send = func(msg string) {
+		if _, err := io.WriteString(w, msg+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next = func(what string) string {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("stdout ended before %s", what)
+			}
+			return l
+		case <-time.After(time.Minute):
+			t.Fatalf("no %s within a minute", what)
+		}
+		return ""
+	}
+	return send, next, result
 }
