@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -278,4 +279,49 @@ func TestAnswerBuffersAreReused(t *testing.T) {
 		}
 	}
 	checkAnswerBufferReused(t, resps[0], len(want[0]))
+}
+
+// TestSearchResultCasesSetEveryField keeps searchResultCases whole: every
+// field of SearchResult and of the types in it is set in some case, so
+// that a field added later (and left out of appendJSON) fails
+// TestSearchResultAppendMatchesMarshal, even one json.Marshal omits when
+// empty.
+func TestSearchResultCasesSetEveryField(t *testing.T) {
+	set := map[string]bool{} // "Type.Field" seen non-zero
+	all := map[string]bool{} // every exported "Type.Field"
+	var walk func(v reflect.Value)
+	walk = func(v reflect.Value) {
+		switch v.Kind() {
+		case reflect.Pointer:
+			if !v.IsNil() {
+				walk(v.Elem())
+			}
+		case reflect.Slice:
+			for i := range v.Len() {
+				walk(v.Index(i))
+			}
+		case reflect.Struct:
+			ty := v.Type()
+			for i := range ty.NumField() {
+				f := ty.Field(i)
+				if !f.IsExported() || f.Tag.Get("json") == "-" {
+					continue
+				}
+				key := ty.Name() + "." + f.Name
+				all[key] = true
+				if !v.Field(i).IsZero() {
+					set[key] = true
+				}
+				walk(v.Field(i))
+			}
+		}
+	}
+	for _, r := range searchResultCases() {
+		walk(reflect.ValueOf(r))
+	}
+	for key := range all {
+		if !set[key] {
+			t.Errorf("no case of searchResultCases sets %s: set it, so that appendJSON is held to json.Marshal for it", key)
+		}
+	}
 }
