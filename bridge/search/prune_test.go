@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -375,5 +376,33 @@ func TestChurnEqualsFresh(t *testing.T) {
 	}
 	if checked == 0 {
 		t.Fatal("no query had a hit")
+	}
+}
+
+// TestCheapFirstOrder checks the split requests' first-phase order: by
+// bound per posting, so a common word whose bound is the highest comes
+// after rarer words, and a group's postings are those of all its terms.
+func TestCheapFirstOrder(t *testing.T) {
+	group := func(postings ...int) groupRef {
+		var r groupRef
+		for _, n := range postings {
+			r.alts = append(r.alts, altRef{e: &termEntry{post: make([]posting, n)}})
+		}
+		return r
+	}
+	refs := []groupRef{
+		group(59999),    // common: bound 4.0, the highest
+		group(99),       // rare: bound 3.0
+		group(199, 200), // bound 2.0 over 399 postings
+		group(399),      // bound 3.0 too, four times the postings of group 1
+		group(),         // no term in the index
+	}
+	ub := []float64{4, 3, 2, 3, 0}
+	order := []int{0, 1, 3, 2, 4} // falling bound, as groupBounds gives it
+	cheapFirst(refs, ub, order)
+	// Per posting, in this order: 0.03, 0.0075, 0.005, 0.00007, 0.
+	want := []int{1, 3, 2, 0, 4}
+	if !slices.Equal(order, want) {
+		t.Fatalf("order %v, want %v", order, want)
 	}
 }
