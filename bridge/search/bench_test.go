@@ -463,3 +463,17 @@ func BenchmarkSplitRequests(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTermPass measures the query mix over 100,000 tools with the
+// term-at-a-time pruned pass that an index holding a segment of more than
+// segPassMaxDocs tools uses for plain requests (one upstream serving them
+// all), where BenchmarkScaling's small servers get the segment pass:
+//
+//	go test ./bridge/search -run '^$' -bench TermPass -benchtime 1830x -count 6
+func BenchmarkTermPass(b *testing.B) {
+	ix := buildSynth(b, 100000)
+	ix.segPassMax = 0
+	b.Run("tools=100000", func(b *testing.B) {
+		benchSearch(b, ix)
+	})
+}
