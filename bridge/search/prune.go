@@ -16,12 +16,12 @@ import (
 // reach the top ten once the rare words have scored ten documents higher
 // than the common words could ever add up to. So accumulateTop:
 //
-//  1. scores the query groups in falling order of their upper bound (the
-//     rare words first) and stops as soon as what the groups left could
-//     add, times the name-coverage boost, is under the k-th best score so
-//     far (the k-th best partial score, or the k-th best exact score of
-//     the k best partial ones, whichever is higher): no document it has
-//     not touched can rank;
+//  1. scores the query groups in falling order of their upper bound per
+//     posting (cheapFirst: the rare words first) and stops as soon as
+//     what the groups left could add, times the name-coverage boost, is
+//     under the k-th best score so far (the k-th best partial score, or
+//     the k-th best exact score of the k best partial ones, whichever is
+//     higher): no document it has not touched can rank;
 //  2. keeps as candidates the touched documents whose partial score plus
 //     that rest can still reach it, adds the groups left to the
 //     candidates alone (skipping the others' postings unread), and drops
@@ -30,6 +30,15 @@ import (
 //  3. scores those exactly, group by group in the request's order with
 //     accumulate's arithmetic, so their scores are bit for bit the
 //     exhaustive ones.
+//
+// The order of step 1 is what it reads: a request's groups have bounds
+// within a factor of two or so but from 60 to 60,000 postings, and by
+// bound alone a common word a little above the next group was read whole
+// before it. By bound per posting, on the mix's plain requests at 100,000
+// tools with this pass (BenchmarkTermPass), the CPU p50 went from 1.203
+// to 1.074 ms (p=0.002), p99 12.4 -> 10.9 ms; each request's least CPU
+// of 5 runs, the two orders interleaved in one process: median 598 -> 527
+// us, total -18%.
 //
 // The ranking does not change; only documents that could not rank go
 // unscored. What needs more than the top k stays exact: feedback's
@@ -147,6 +156,7 @@ func (ix *Index) accumulateTop(groups []queryGroup, sc *scratch, k int, must []i
 	boost := 1 + ix.opts.NameCoverage
 	refs := ix.resolve(groups)
 	ub, order := ix.groupBounds(refs)
+	cheapFirst(refs, ub, order)
 	// rest[i] is what the groups from order[i] on can add at most.
 	rest := make([]float64, len(order)+1)
 	for i := len(order) - 1; i >= 0; i-- {
