@@ -48,7 +48,10 @@ import (
 // orders interleaved in one process) 2.04 -> 1.68 and 2.10 -> 1.77 ms,
 // their total -14%. Ordered by the bound squared or cubed per posting,
 // the median was 1.75 and 1.78 ms; by the bound over the square root or
-// the log of the postings, 1.72 and 1.84 ms.
+// the log of the postings, 1.72 and 1.84 ms. Nor did putting the groups
+// left after the first phase back in falling order of bound, so that the
+// candidates shrink fastest, change anything (median 1.74 -> 1.75 ms,
+// the total within 0.2%).
 //
 // Measured at 100,000 tools on the mix's 394 split requests that prune,
 // and not kept (each exact: the same top 10 as without it):
@@ -320,10 +323,10 @@ func (ix *Index) accumulateClausesTop(groups []queryGroup, sc *scratch, k int, m
 }
 
 // cheapFirst reorders order, the groups of refs, by falling bound ub per
-// posting of the group's terms, so that the first phase reads first the
-// groups that take the most off the rest for the fewest postings (see
-// the file's header). Any order gives the same scores; it only moves
-// where the first phase stops.
+// posting of the group's terms, so that a MaxScore pass's first phase
+// (here and in accumulateTop) reads first the groups that take the most
+// off the rest for the fewest postings (see the file's header). Any
+// order gives the same scores; it only moves where the phase stops.
 func cheapFirst(refs []groupRef, ub []float64, order []int) {
 	gain := make([]float64, len(refs))
 	for j, r := range refs {
