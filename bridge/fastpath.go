@@ -645,23 +645,19 @@ func (g *Gateway) serveFastCall(ctx context.Context, c fastCall, header http.Hea
 // for input, and a nil result refused.
 func (g *Gateway) fastToolCall(ctx context.Context, id any, req mcp.CallToolRequest) (*mcp.CallToolResult, *fastError) {
 	name := req.Params.Name
-	tool := g.srv.GetTool(name)
-	if tool == nil || !g.passesToolFilters(ctx, tool.Tool) {
+	tool := g.fastTool(name)
+	if tool == nil || !g.passesToolFilters(ctx, &tool.tool) {
 		// A tool a filter hides answers as an unknown one.
 		return nil, &fastError{id: id, code: mcp.INVALID_PARAMS, err: fmt.Errorf("tool '%s' not found: %w", name, server.ErrToolNotFound)}
 	}
-	if tool.Tool.Execution != nil && tool.Tool.Execution.TaskSupport == mcp.TaskSupportRequired {
+	if tool.tool.Execution != nil && tool.tool.Execution.TaskSupport == mcp.TaskSupportRequired {
 		return nil, &fastError{id: id, code: mcp.METHOD_NOT_FOUND, err: fmt.Errorf("tool '%s' requires task augmentation", name)}
 	}
-	handler := tool.Handler
-	for i := len(g.toolMiddlewares) - 1; i >= 0; i-- {
-		handler = g.toolMiddlewares[i](handler)
-	}
-	result, err := handler(ctx, req)
+	result, err := tool.handler(ctx, req)
 	if err != nil {
 		return nil, handlerFailure(ctx, id, err)
 	}
-	if result, err = g.answerInputRequests(ctx, result, req, handler); err != nil {
+	if result, err = g.answerInputRequests(ctx, result, req, tool.handler); err != nil {
 		return nil, handlerFailure(ctx, id, err)
 	}
 	if result == nil {
@@ -670,10 +666,74 @@ func (g *Gateway) fastToolCall(ctx context.Context, id any, req mcp.CallToolRequ
 	return result, nil
 }
 
+// fastTool is a tool registered with mcp-go as the fast path calls it:
+// the tool as mcp-go holds it, and its handler with the middlewares
+// around it, in the order mcp-go puts them. mcp-go composes the
+// middlewares anew on every call, and so did the fast path: four
+// closures and a copy of the tool a call (#25). The middlewares read
+// what a reload changes (the settings, the catalog) when a call runs,
+// so composing them once per registration is the same handler.
+type fastTool struct {
+	tool    mcp.Tool
+	handler server.ToolHandlerFunc
+	// bindsHeaders says whether the input schema binds parameters to
+	// headers (x-mcp-header), which the HTTP front leaves to mcp-go.
+	bindsHeaders bool
+}
+
+// fastTools holds the fastTool of each registered tool that was called
+// since the tools were last registered: filled on a tool's first call,
+// from what mcp-go holds, so that it costs nothing for the tools never
+// called, however many are registered.
+type fastTools struct {
+	byName sync.Map // string (the registered name) -> *fastTool
+}
+
+// setTools registers tools with mcp-go, replacing the ones registered,
+// and starts the fast path's view of them afresh. The gateway registers
+// tools only here: a tool registered with g.srv in any other way is not
+// seen by the fast path until resetFastTools.
+func (g *Gateway) setTools(tools ...server.ServerTool) {
+	g.srv.SetTools(tools...)
+	g.resetFastTools()
+}
+
+// resetFastTools drops the fast path's view of the registered tools. It
+// comes after the registration: a call that finds the new, empty view
+// finds the new tools in mcp-go.
+func (g *Gateway) resetFastTools() { g.fastTools.Store(&fastTools{}) }
+
+// fastTool returns the registered tool name as the fast path calls it,
+// or nil when mcp-go has no tool of that name.
+func (g *Gateway) fastTool(name string) *fastTool {
+	view := g.fastTools.Load()
+	if t, ok := view.byName.Load(name); ok {
+		return t.(*fastTool)
+	}
+	registered := g.srv.GetTool(name)
+	if registered == nil {
+		return nil // not remembered: names that are not tools are unbounded
+	}
+	t := &fastTool{tool: registered.Tool, handler: registered.Handler,
+		bindsHeaders: len(mcp.ExtractParamHeaderBindings(&registered.Tool)) > 0}
+	for i := len(g.toolMiddlewares) - 1; i >= 0; i-- {
+		t.handler = g.toolMiddlewares[i](t.handler)
+	}
+	actual, _ := view.byName.LoadOrStore(name, t)
+	return actual.(*fastTool)
+}
+
 // passesToolFilters is mcp-go's check at call time: only tool is passed
-// through the filters, and it must come out.
-func (g *Gateway) passesToolFilters(ctx context.Context, tool mcp.Tool) bool {
-	tools := []mcp.Tool{tool}
+// through the filters, and it must come out. The one-tool list it passes
+// is reused: the filters keep no list they are given.
+func (g *Gateway) passesToolFilters(ctx context.Context, tool *mcp.Tool) bool {
+	one := oneTool.Get().(*[1]mcp.Tool)
+	defer func() {
+		one[0] = mcp.Tool{}
+		oneTool.Put(one)
+	}()
+	one[0] = *tool
+	tools := one[:]
 	for _, filter := range g.toolFilters {
 		if tools = filter(ctx, tools); len(tools) == 0 {
 			return false
@@ -686,6 +746,9 @@ func (g *Gateway) passesToolFilters(ctx context.Context, tool mcp.Tool) bool {
 	}
 	return false
 }
+
+// oneTool holds the lists passesToolFilters passes the filters.
+var oneTool = sync.Pool{New: func() any { return new([1]mcp.Tool) }}
 
 // fastError is mcp-go's requestError: what the error hooks get and the
 // JSON-RPC error the client gets.

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -30,23 +29,11 @@ type httpFront struct {
 	versions []string
 	// contextFunc is the HTTP context func mcp-go is given (nil if none).
 	contextFunc func(context.Context, *http.Request) context.Context
-	// headers memoizes, per tool, whether its input schema binds
-	// parameters to headers (x-mcp-header): finding out walks the schema.
-	headers sync.Map // string (tool name) -> headerBindings
 	// inflight holds the fast calls' cancel funcs by request id, as
 	// mcp-go's own map holds those of the 2026-07-28 requests it serves:
 	// a 2026-07-28 notifications/cancelled reaches them by id.
 	mu       sync.Mutex
 	inflight map[string]*context.CancelFunc
-}
-
-// headerBindings is what httpFront memoizes of a tool's input schema:
-// the schema it read (by identity) and whether it binds headers.
-type headerBindings struct {
-	raw   *byte   // RawInputSchema's first byte, or nil
-	props uintptr // InputSchema.Properties's map, or 0
-	n     int     // len of either
-	binds bool
 }
 
 func newHTTPFront(g *Gateway, next *server.StreamableHTTPServer, contextFunc func(context.Context, *http.Request) context.Context) *httpFront {
@@ -127,28 +114,11 @@ func (f *httpFront) takes(r *http.Request, body []byte) (fastCall, bool) {
 // bindsHeaders reports whether the registered tool name has parameters
 // bound to headers (x-mcp-header), which mcp-go checks against the
 // request's headers; an unknown tool binds none (mcp-go leaves it to the
-// handler's not-found answer). It walks a tool's schema once, not on
-// every call as mcp-go does.
+// handler's not-found answer). A tool's schema is walked once (see
+// fastTool), not on every call as mcp-go does.
 func (f *httpFront) bindsHeaders(name string) bool {
-	tool := f.g.srv.GetTool(name)
-	if tool == nil {
-		return false
-	}
-	t := &tool.Tool
-	var key headerBindings
-	if len(t.RawInputSchema) > 0 {
-		key.raw, key.n = &t.RawInputSchema[0], len(t.RawInputSchema)
-	} else if t.InputSchema.Properties != nil {
-		key.props, key.n = reflect.ValueOf(t.InputSchema.Properties).Pointer(), len(t.InputSchema.Properties)
-	}
-	if v, ok := f.headers.Load(name); ok {
-		if m := v.(headerBindings); m.raw == key.raw && m.props == key.props && m.n == key.n {
-			return m.binds
-		}
-	}
-	key.binds = len(mcp.ExtractParamHeaderBindings(t)) > 0
-	f.headers.Store(name, key)
-	return key.binds
+	t := f.g.fastTool(name)
+	return t != nil && t.bindsHeaders
 }
 
 // serve answers c as mcp-go's handlePost answers a 2026-07-28 request:

@@ -115,6 +115,9 @@ func newHTTPFastGateway(tb testing.TB, mode config.Mode) *httpFastGateway {
 	}, func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return mcp.NewToolResultText("bound"), nil
 	})
+	// Registered behind the gateway's back (setTools), so the fast path
+	// is told.
+	f.g.resetFastTools()
 	f.h = f.g.HTTPHandler()
 	return f
 }

@@ -150,6 +150,10 @@ type Gateway struct {
 	toolMiddlewares []server.ToolHandlerMiddleware
 	fast            bool
 	fastServed      atomic.Int64 // tools/call answered by the fast path
+	// fastTools is the fast path's view of the tools registered with
+	// mcp-go, each with the middlewares around its handler (see
+	// fastTool); setTools starts it afresh.
+	fastTools atomic.Pointer[fastTools]
 }
 
 // New builds a gateway for cfg. Call Connect to reach the upstreams.
@@ -283,6 +287,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		server.WithInstructions(instructions),
 	)...)
 	g.fast = fastPathFits(g.srv, len(g.toolFilters), len(g.toolMiddlewares))
+	g.fastTools.Store(&fastTools{})
 	g.relay = upstream.NewRelay(g.srv, g.upstreamChanged)
 	popts := upstream.PoolOptions{
 		// The token key is the gateway's own: stdio servers inherit the
@@ -439,7 +444,7 @@ func (g *Gateway) rebuild() (told bool) {
 	tools = append(tools, g.removedTools(cat)...)
 	if print := fingerprint(tools, func(t server.ServerTool) any { return t.Tool }); !bytes.Equal(print, g.toolsPrint) {
 		g.toolsPrint = print
-		g.srv.SetTools(tools...)
+		g.setTools(tools...)
 		g.toolsChanged(cat)
 		told = true
 	}

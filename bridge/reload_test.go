@@ -122,6 +122,41 @@ func TestReloadAddsRemovesAndKeepsServers(t *testing.T) {
 	}
 }
 
+// TestReloadReachesFastPathTools: the fast path keeps each called tool
+// with its middlewares composed (fastTool); a reload that removes a tool
+// called before must make the next call of it an unknown tool, answered
+// by the fast path as mcp-go answers it, not a call of the tool it had.
+func TestReloadReachesFastPathTools(t *testing.T) {
+	alpha, beta := echoServer("alpha"), echoServer("beta")
+	cfg := testConfig()
+	g, c := gatewayWith(t, cfg, []upstream.Spec{{Name: "alpha", InProcess: alpha}, {Name: "beta", InProcess: beta}})
+	for _, name := range []string{"alpha__echo", "beta__echo"} {
+		if _, text := callText(t, c, name, map[string]any{"text": "hi"}); !strings.HasSuffix(text, ":hi") {
+			t.Fatalf("%s before the reload = %q", name, text)
+		}
+	}
+	if g.fastServed.Load() != 2 {
+		t.Fatalf("fast calls before the reload: %d, want 2", g.fastServed.Load())
+	}
+	next := *cfg
+	if _, err := g.Reload(context.Background(), &next, []upstream.Spec{{Name: "alpha", InProcess: alpha}}); err != nil {
+		t.Fatalf("Reload: %v", err)
+	}
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "beta__echo"
+	req.Params.Arguments = map[string]any{"text": "hi"}
+	res, err := c.CallTool(context.Background(), req)
+	if err == nil || !strings.Contains(err.Error(), "tool 'beta__echo' not found") {
+		t.Errorf("beta__echo after beta was removed: %+v, %v; want mcp-go's tool not found", res, err)
+	}
+	if _, text := callText(t, c, "alpha__echo", map[string]any{"text": "hi"}); text != "alpha:hi" {
+		t.Errorf("alpha__echo after the reload = %q", text)
+	}
+	if g.fastServed.Load() != 4 {
+		t.Errorf("fast calls: %d, want 4 (the reload's calls on the fast path too)", g.fastServed.Load())
+	}
+}
+
 func TestReloadAppliesNewRulesAndReportsRestartOnlySections(t *testing.T) {
 	alpha := echoServer("alpha")
 	cfg := testConfig()
