@@ -241,10 +241,10 @@ func (g *Gateway) countCalls(next server.ToolHandlerFunc) server.ToolHandlerFunc
 		}
 		g.calls.Begin()
 		defer g.calls.End()
-		ctx, wasCut, release := g.cutoff.watch(ctx)
-		defer release()
+		ctx, w := g.cutoff.watch(ctx)
+		defer w.release()
 		res, err := next(ctx, req)
-		if grace, cut := wasCut(); cut {
+		if grace, cut := w.wasCut(); cut {
 			return toolError("gateway shutting down: call cancelled after %s (serve.shutdown_grace). Call %s again once the gateway is back.", grace, req.Params.Name), nil
 		}
 		return res, err
