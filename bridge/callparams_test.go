@@ -3,6 +3,7 @@ package bridge
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -106,5 +107,33 @@ func TestPlainString(t *testing.T) {
 		if !ok && err == nil && raw == `"up::echo"` {
 			t.Errorf("plainString(%s) declined a plain id", raw)
 		}
+	}
+}
+
+// TestClipMatchesRunes holds clip to what converting to []rune and back
+// gives, invalid UTF-8 included, and checks that a plain cut allocates
+// only the result.
+func TestClipMatchesRunes(t *testing.T) {
+	byRunes := func(s string, max int) string {
+		r := []rune(s)
+		if len(r) <= max {
+			return s
+		}
+		return string(r[:max-1]) + "…"
+	}
+	for _, s := range []string{
+		"", "a", "hello", "héllo wörld", "日本語のテキスト", "emoji 🙂🙂🙂 here",
+		"bad \xff byte", "\xff\xfe\xfd", "ends badly \xe6\x97", "mixed é\xffé\xffé",
+		strings.Repeat("long text ", 40),
+	} {
+		for max := 1; max <= 24; max++ {
+			if got, want := clip(s, max), byRunes(s, max); got != want {
+				t.Errorf("clip(%q, %d) = %q, want %q", s, max, got, want)
+			}
+		}
+	}
+	long := strings.Repeat("a tool description that goes on ", 20)
+	if n := testing.AllocsPerRun(100, func() { _ = clip(long, 100) }); n > 1 {
+		t.Errorf("clip of a long ASCII string: %v allocations, want 1 (the result)", n)
 	}
 }

@@ -255,4 +255,11 @@ func TestCommandHookDeniesAndAuditLogRecords(t *testing.T) {
 	if len(lines) != 2 || !strings.Contains(lines[0], `"denied"`) || !strings.Contains(lines[1], `"list_pull_requests"`) {
 		t.Fatalf("audit log:\n%s", b)
 	}
+	// The hooks get the tool's annotations (encoded only when there are
+	// hooks: see observedCall).
+	for _, line := range lines {
+		if !strings.Contains(line, `"annotations":{`) || !strings.Contains(line, `"destructiveHint":true`) {
+			t.Errorf("audit line without the tool's annotations: %s", line)
+		}
+	}
 }
