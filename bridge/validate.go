@@ -16,6 +16,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
+
+	"github.com/toolbridge/toolbridge/bridge/jsonscan"
 )
 
 // validators compiles each tool's input schema once and caches it by the
@@ -109,7 +111,7 @@ func (v *validators) check(schema, doc []byte, convert bool) ([]byte, []string) 
 	if c.err != nil {
 		return doc, nil
 	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+	inst, err := decodeInstance(doc)
 	if err != nil {
 		return doc, []string{"arguments are not valid JSON: " + err.Error()}
 	}
@@ -135,6 +137,67 @@ func (v *validators) check(schema, doc []byte, convert bool) ([]byte, []string) 
 	collectViolations(verr, &out)
 	sort.Strings(out)
 	return doc, out
+}
+
+// decodeInstance is jsonschema.UnmarshalJSON(doc), the instance a schema
+// validates (objects as map[string]any, numbers as json.Number), read in
+// place for a document whose keys are plain (see decodePlain). The
+// decoder jsonschema.UnmarshalJSON sets up for a call's few arguments was
+// most of what decoding them cost, and a tenth of the gateway's own
+// allocations a tool_call (#25). Anything else, an invalid document
+// among it, gets jsonschema.UnmarshalJSON and its error.
+// FuzzDecodeInstance holds it to jsonschema.UnmarshalJSON.
+func decodeInstance(doc []byte) (any, error) {
+	if json.Valid(doc) {
+		i := jsonscan.SkipSpace(doc, 0)
+		if v, ok := decodePlain(doc[i:jsonscan.SkipValue(doc, i)]); ok {
+			return v, nil
+		}
+	}
+	return jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+}
+
+// decodePlain decodes value, one JSON value of a valid document, as
+// encoding/json's decoder with UseNumber decodes it into an any; ok is
+// false for an object with a key that has escapes or bytes beyond ASCII,
+// and for a string that is not valid UTF-8 (both left to the decoder).
+func decodePlain(value []byte) (v any, ok bool) {
+	switch value[0] {
+	case '{':
+		obj := map[string]any{}
+		ok = jsonscan.Members(value, func(key, member []byte) bool {
+			var mv any
+			if mv, ok = decodePlain(member); ok {
+				obj[string(key)] = mv
+			}
+			return ok
+		})
+		return obj, ok
+	case '[':
+		arr := []any{}
+		i := jsonscan.SkipSpace(value, 1)
+		for value[i] != ']' {
+			end := jsonscan.SkipValue(value, i)
+			ev, ok := decodePlain(value[i:end])
+			if !ok {
+				return nil, false
+			}
+			arr = append(arr, ev)
+			if i = jsonscan.SkipSpace(value, end); value[i] == ',' {
+				i = jsonscan.SkipSpace(value, i+1)
+			}
+		}
+		return arr, true
+	case '"':
+		return jsonscan.String(value)
+	case 't':
+		return true, true
+	case 'f':
+		return false, true
+	case 'n':
+		return nil, true
+	}
+	return json.Number(value), true
 }
 
 // convertStrings replaces, in inst, each string that verr reports where

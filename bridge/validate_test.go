@@ -1,8 +1,12 @@
 package bridge
 
 import (
+	"bytes"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // convertSchema has every shape a string may be converted into.
@@ -114,5 +118,37 @@ func FuzzValidateConversion(f *testing.F) {
 func TestValidateIsStrict(t *testing.T) {
 	if problems := newValidators().validate([]byte(convertSchema), []byte(`{"n":"3"}`)); len(problems) == 0 {
 		t.Fatal(`validate accepted "3" for a number; only tool arguments are converted`)
+	}
+}
+
+// FuzzDecodeInstance holds decodeInstance to jsonschema.UnmarshalJSON:
+// the same instance for every document, and an error for the same ones.
+func FuzzDecodeInstance(f *testing.F) {
+	for _, seed := range []string{
+		`{"text":"hello"}`, `{}`, `[]`, `null`, ` {"a": [1, -2.5e3, true, false, null, "x", {"b": []}]} `,
+		`{"a":1,"a":2}`, `{"\u0061":1}`, `{"é":1}`, `{"s":"esc\n\u00e9"}`, `{"s":"bad \xff"}`,
+		"{\"s\":\"bad \xff\"}", `"str"`, `12`, `{"a":1} x`, `{"a":}`, ``, `[1,,2]`, `0.0e-0`,
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, doc string) {
+		got, gotErr := decodeInstance([]byte(doc))
+		want, wantErr := jsonschema.UnmarshalJSON(bytes.NewReader([]byte(doc)))
+		if (gotErr != nil) != (wantErr != nil) {
+			t.Fatalf("decodeInstance(%q) error %v, jsonschema.UnmarshalJSON %v", doc, gotErr, wantErr)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("decodeInstance(%q) = %#v, jsonschema.UnmarshalJSON %#v", doc, got, want)
+		}
+	})
+}
+
+// TestDecodeInstanceAllocations: a call's plain arguments are decoded
+// with a handful of allocations (the map, its keys, the values), not the
+// 12 of jsonschema.UnmarshalJSON's decoder for this document.
+func TestDecodeInstanceAllocations(t *testing.T) {
+	doc := []byte(`{"text":"hello","n":3}`)
+	if n := testing.AllocsPerRun(100, func() { _, _ = decodeInstance(doc) }); n > 6 {
+		t.Errorf("decodeInstance: %v allocations, want at most 6", n)
 	}
 }
