@@ -727,10 +727,13 @@ func (g *Gateway) fastTool(name string) *fastTool {
 // through the filters, and it must come out. The one-tool list it passes
 // is reused: the filters keep no list they are given.
 func (g *Gateway) passesToolFilters(ctx context.Context, tool *mcp.Tool) bool {
-	one := oneTool.Get().(*[1]mcp.Tool)
+	one, _ := g.oneTool.Get().(*[1]mcp.Tool)
+	if one == nil {
+		one = new([1]mcp.Tool)
+	}
 	defer func() {
 		one[0] = mcp.Tool{}
-		oneTool.Put(one)
+		g.oneTool.Put(one)
 	}()
 	one[0] = *tool
 	tools := one[:]
@@ -746,9 +749,6 @@ func (g *Gateway) passesToolFilters(ctx context.Context, tool *mcp.Tool) bool {
 	}
 	return false
 }
-
-// oneTool holds the lists passesToolFilters passes the filters.
-var oneTool = sync.Pool{New: func() any { return new([1]mcp.Tool) }}
 
 // fastError is mcp-go's requestError: what the error hooks get and the
 // JSON-RPC error the client gets.

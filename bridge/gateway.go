@@ -154,6 +154,9 @@ type Gateway struct {
 	// mcp-go, each with the middlewares around its handler (see
 	// fastTool); setTools starts it afresh.
 	fastTools atomic.Pointer[fastTools]
+	// oneTool holds the one-tool lists passesToolFilters passes the
+	// filters (*[1]mcp.Tool).
+	oneTool sync.Pool
 }
 
 // New builds a gateway for cfg. Call Connect to reach the upstreams.
