@@ -217,7 +217,11 @@ func (u *Conn) newTransport() (transport.Interface, error) {
 		// mcp-go's own stdio transport would run the process itself; over
 		// plain pipes the gateway keeps the process and the read bound, and
 		// reads and writes the messages itself (see StdioTransport).
-		return NewStdioTransport(c.limitedStdout(), c.transportStdin()), nil
+		tr := NewStdioTransport(c.limitedStdout(), c.transportStdin())
+		if c.stdout.SetReadDeadline(time.Time{}) == nil { // a pipe in Go's poller
+			tr.LeadWith(c.stdout.SetReadDeadline)
+		}
+		return tr, nil
 	case config.TransportSSE:
 		return transport.NewSSE(cfg.URL, transport.WithHeaders(cfg.Headers), transport.WithHTTPClient(u.httpClient()),
 			transport.WithSSELogger(u.logger))

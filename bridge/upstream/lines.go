@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 )
 
 // BoundedLines bounds one line of a JSON-RPC stream: the gateway's stdin
@@ -20,6 +21,12 @@ type BoundedLines struct {
 	tooLong TooLongFunc
 	line    []byte // what is left to hand out: a line, or a replacement
 	err     error  // sticky, returned once line is handed out
+	// What a read cut short by a read deadline leaves for the next one
+	// (see Line): the start of a line, or a line past the limit still
+	// being dropped and the replacement to hand out after it.
+	partial     []byte
+	dropping    bool
+	replacement []byte
 }
 
 // TooLongFunc is told of a line past the limit as soon as it is, with the
@@ -67,12 +74,20 @@ func (b *BoundedLines) Read(p []byte) (int, error) {
 // without its newline comes with the error that ended it. The line may be
 // the reader's own buffer, valid until the next call. Line and Read must
 // not be mixed.
+//
+// A read deadline that passes (os.ErrDeadlineExceeded, how
+// StdioTransport interrupts a caller reading its own answer) ends this
+// call only: what was read of a line is kept, and the next call goes on
+// with it.
 func (b *BoundedLines) Line() ([]byte, error) {
 	for {
 		if b.err != nil {
 			return nil, b.err
 		}
 		line, err := b.next()
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, err
+		}
 		b.err = err
 		if len(line) > 0 || err != nil {
 			return line, err
@@ -82,13 +97,19 @@ func (b *BoundedLines) Line() ([]byte, error) {
 
 // Buffered reports whether input is already read past the lines handed
 // out: a next line, or part of one, can be had without waiting.
-func (b *BoundedLines) Buffered() bool { return b.r.Buffered() > 0 || len(b.line) > 0 }
+func (b *BoundedLines) Buffered() bool {
+	return b.r.Buffered() > 0 || len(b.line) > 0 || len(b.partial) > 0 || b.dropping
+}
 
 // next reads one line of at most limit bytes, or the replacement of a
 // longer one. A line read whole at once is returned in the reader's
 // buffer, not copied: Read copies it out before reading on.
 func (b *BoundedLines) next() ([]byte, error) {
-	var line []byte
+	if b.dropping {
+		return b.drop(nil, bufio.ErrBufferFull)
+	}
+	line := b.partial
+	b.partial = nil
 	for {
 		chunk, err := b.r.ReadSlice('\n')
 		if line == nil && err == nil && int64(len(chunk)) <= b.limit {
@@ -104,20 +125,32 @@ func (b *BoundedLines) next() ([]byte, error) {
 			return line, nil
 		case errors.Is(err, bufio.ErrBufferFull):
 			continue
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			b.partial = line // the rest comes with the next read
+			return nil, err
 		default:
 			return line, err
 		}
 	}
 }
 
-// drop reports a line past the limit, then discards the rest of it.
+// drop reports a line past the limit, then discards the rest of it; with
+// prefix nil, it goes on discarding a line a read deadline interrupted.
 func (b *BoundedLines) drop(prefix []byte, err error) ([]byte, error) {
-	replacement, stop := b.tooLong(prefix)
-	if stop != nil {
-		return nil, stop
+	replacement := b.replacement
+	if !b.dropping {
+		var stop error
+		if replacement, stop = b.tooLong(prefix); stop != nil {
+			return nil, stop
+		}
 	}
+	b.dropping, b.replacement = false, nil
 	for errors.Is(err, bufio.ErrBufferFull) {
 		_, err = b.r.ReadSlice('\n')
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		b.dropping, b.replacement = true, replacement
+		return nil, err
 	}
 	return replacement, err
 }

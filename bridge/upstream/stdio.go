@@ -10,7 +10,9 @@ import (
 	"io/fs"
 	"log/slog"
 	"math"
+	"os"
 	"sync"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -35,8 +37,9 @@ import (
 //
 // It keeps what mcp-go's transport does, message for message:
 // notifications are handed to the client's handler on the reading
-// goroutine, in order; a server's request goes to the client's request
-// handler on a goroutine of its own (through refuseUnsupported); a line
+// goroutine (whichever reads, one at a time: see lead), in order; a
+// server's request goes to the client's request handler on a goroutine
+// of its own (through refuseUnsupported); a line
 // that is not JSON is skipped; an answer nobody awaits is dropped; the
 // end of stdout (the child exited, or the bound cut it) ends every request
 // in flight with transport.ErrTransportClosed. TestStdioTransportMatchesMCPGo
@@ -57,11 +60,31 @@ type StdioTransport struct {
 	// that ended first (its answer may still be sent) is dropped.
 	slots sync.Pool
 
-	mu        sync.Mutex // guards pending, onRequest, ctx and started
+	mu        sync.Mutex // guards pending, onRequest, ctx, started and the reading below
 	pending   map[idKey]chan *transport.JSONRPCResponse
 	onRequest transport.RequestHandler
 	ctx       context.Context // Start's: the server's requests are served in it
 	started   bool
+	answered  bool // an answer was handed out since the reader last checked (letGo)
+
+	// Who reads stdout (see lead): one goroutine at a time, the reader
+	// goroutine or a caller reading its own answer (the leader), or,
+	// between calls, for up to handBackAfter, nobody.
+	//
+	// setDeadline, if set (LeadWith), sets stdout's read deadline: a
+	// caller may read its own answer only with it, since it is how a
+	// leader blocked in a read is interrupted (its context ends, or the
+	// transport is closed).
+	setDeadline func(time.Time) error
+	reading     bool          // someone holds the reading
+	wake        chan struct{} // hands the reading to the reader goroutine
+	idle        *time.Timer   // hands it there after handBackAfter with nobody reading
+	// handBackAfter is the constant handBackAfter but in tests of the
+	// leader's reading, which set it long.
+	handBackAfter time.Duration
+	leader        uint64 // the leader's number, 0 for none
+	leaders       uint64 // leaders so far, to number them
+	interrupted   bool   // the leader's read deadline is set
 
 	done      chan struct{} // closed when stdout ends or at Close
 	doneOnce  sync.Once
@@ -75,8 +98,22 @@ var _ transport.BidirectionalInterface = (*StdioTransport)(nil)
 // from lines (its bounded stdout) and writes the client's to out (its
 // stdin), which Close closes.
 func NewStdioTransport(lines *BoundedLines, out io.WriteCloser) *StdioTransport {
-	return &StdioTransport{lines: lines, out: out, logger: slog.Default(),
-		pending: map[idKey]chan *transport.JSONRPCResponse{}, ctx: context.Background(), done: make(chan struct{})}
+	t := &StdioTransport{lines: lines, out: out, logger: slog.Default(),
+		pending: map[idKey]chan *transport.JSONRPCResponse{}, ctx: context.Background(), done: make(chan struct{}),
+		wake: make(chan struct{}, 1), handBackAfter: handBackAfter}
+	t.idle = time.AfterFunc(time.Hour, t.handBack)
+	t.idle.Stop()
+	return t
+}
+
+// LeadWith lets a caller read its own answer from stdout (see lead):
+// setDeadline sets the read deadline of the file lines reads, as
+// os.File.SetReadDeadline does. It is called before Start, and only for
+// a file the deadline works on (a pipe in Go's poller).
+func (t *StdioTransport) LeadWith(setDeadline func(time.Time) error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.setDeadline = setDeadline
 }
 
 // Start starts reading the server's messages; starting again does
@@ -88,34 +125,132 @@ func (t *StdioTransport) Start(ctx context.Context) error {
 		return nil
 	}
 	t.started, t.ctx = true, ctx
+	if t.setDeadline != nil {
+		t.idle.Reset(t.handBackAfter) // the first request may read its answer itself
+	} else {
+		t.reading = true
+		t.wake <- struct{}{}
+	}
 	go t.read()
 	return nil
 }
 
-// read handles each line of the server's stdout until it ends, then ends
-// the transport. A last line without its newline is dropped, as mcp-go
-// drops it.
+// read handles each line of the server's stdout while it holds the
+// reading, until stdout ends, then ends the transport. A last line
+// without its newline is dropped, as mcp-go drops it. Having handed out
+// an answer with no other request waiting, it lets go of the reading
+// (see lead), and waits for it again.
 func (t *StdioTransport) read() {
 	defer t.end()
 	for {
-		line, err := t.lines.Line()
-		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, context.Canceled) && !errors.Is(err, fs.ErrClosed) {
-				t.logger.Error("Error reading from stdout", "err", err)
-			}
-			return
-		}
 		select {
-		case <-t.done: // closed: what is left is nobody's
+		case <-t.wake:
+		case <-t.done:
 			return
-		default:
 		}
-		t.handle(bytes.TrimRight(line, "\r\n"))
+		for {
+			line, err := t.lines.Line()
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				// Only a leader's reads are interrupted, and the deadline
+				// is cleared before it lets go; should one be left, clear it.
+				_ = t.setDeadline(time.Time{})
+				continue
+			}
+			if !t.handleLine(line, err) {
+				return
+			}
+			if t.letGo() {
+				break
+			}
+		}
 	}
 }
 
-// end ends the transport: requests in flight and new ones fail.
-func (t *StdioTransport) end() { t.doneOnce.Do(func() { close(t.done) }) }
+// handleLine handles one line read from stdout with its error, as read
+// does: false when stdout has ended (or the transport was closed) and
+// nothing more is to be read.
+func (t *StdioTransport) handleLine(line []byte, err error) bool {
+	if err != nil {
+		if !errors.Is(err, io.EOF) && !errors.Is(err, context.Canceled) && !errors.Is(err, fs.ErrClosed) {
+			t.logger.Error("Error reading from stdout", "err", err)
+		}
+		return false
+	}
+	select {
+	case <-t.done: // closed: what is left is nobody's
+		return false
+	default:
+	}
+	t.handle(bytes.TrimRight(line, "\r\n"))
+	return true
+}
+
+// letGo is the reader goroutine letting go of the reading once it has
+// handed out an answer (answered), no request waits for another, and no
+// more is read already: the next caller reads its own answer (see lead),
+// and a message that comes before it is read by the reader goroutine
+// again after handBackAfter.
+func (t *StdioTransport) letGo() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.answered || t.setDeadline == nil || len(t.pending) > 0 || t.lines.Buffered() {
+		t.answered = false
+		return false
+	}
+	t.answered = false
+	t.reading = false
+	t.idle.Reset(t.handBackAfter)
+	return true
+}
+
+// handBack gives the reading back to the reader goroutine if nobody has
+// taken it: a notification or a server's request between calls is read
+// within handBackAfter.
+func (t *StdioTransport) handBack() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.reading {
+		t.reading = true
+		t.wake <- struct{}{}
+	}
+}
+
+// handBackAfter is how long stdout may go unread between calls, when
+// the last call read its own answer (see lead): longer than the pause
+// between the calls of an agent that calls tools one after another, and
+// short next to how long a server waits for the answer to its request.
+const handBackAfter = 2 * time.Millisecond
+
+// end ends the transport: requests in flight and new ones fail, and a
+// leader blocked reading stdout is interrupted.
+func (t *StdioTransport) end() {
+	t.doneOnce.Do(func() {
+		close(t.done)
+		t.idle.Stop()
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		t.interruptLeader(t.leader)
+	})
+}
+
+// ended reports whether the transport has ended.
+func (t *StdioTransport) ended() bool {
+	select {
+	case <-t.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// interruptLeader interrupts leader n's read of stdout, if it still
+// reads: the read ends with os.ErrDeadlineExceeded.
+func (t *StdioTransport) interruptLeader(n uint64) {
+	if n != 0 && t.leader == n && !t.interrupted {
+		t.interrupted = true
+		_ = t.setDeadline(time.Now())
+	}
+}
 
 // handle hands one message to whoever it is for.
 func (t *StdioTransport) handle(line []byte) {
@@ -158,6 +293,7 @@ func (t *StdioTransport) answer(resp *transport.JSONRPCResponse) {
 	t.mu.Lock()
 	ch, ok := t.pending[key]
 	delete(t.pending, key)
+	t.answered = t.answered || ok
 	t.mu.Unlock()
 	if ok {
 		ch <- resp // buffered: each request gets one answer
@@ -300,6 +436,16 @@ func (t *StdioTransport) SendRequest(ctx context.Context, request transport.JSON
 	ch := t.slot()
 	t.mu.Lock()
 	t.pending[key] = ch
+	var leader uint64
+	if !t.reading && t.started && t.setDeadline != nil && !t.ended() {
+		// Nobody reads: this caller reads its own answer (see lead). Past
+		// the end's check here, end interrupts its read.
+		t.idle.Stop()
+		t.reading = true
+		t.leaders++
+		leader = t.leaders
+		t.leader = leader
+	}
 	t.mu.Unlock()
 	forget := func() {
 		t.mu.Lock()
@@ -308,7 +454,13 @@ func (t *StdioTransport) SendRequest(ctx context.Context, request transport.JSON
 	}
 	if err := t.write(msg); err != nil {
 		forget()
+		if leader != 0 {
+			t.passOn(leader)
+		}
 		return nil, fmt.Errorf("failed to write request: %w", err)
+	}
+	if leader != 0 {
+		return t.lead(ctx, leader, key, ch)
 	}
 	select {
 	case resp := <-ch:
@@ -328,6 +480,101 @@ func (t *StdioTransport) SendRequest(ctx context.Context, request transport.JSON
 		forget()
 		return nil, transport.ErrTransportClosed
 	}
+}
+
+// lead reads stdout until the answer to the request keyed key comes to
+// ch, handling every message before it as the reader goroutine would
+// (notifications in order, on this goroutine; answers to other requests
+// handed to their callers), then lets go of the reading (see passOn).
+// Its context ending, or the transport closing, interrupts its read with
+// a read deadline; the part of a line read by then is kept for the next
+// reader (BoundedLines.Line).
+//
+// Why: with the reader goroutine reading every answer, a call over stdio
+// woke two goroutines for it: the reader, on the answer, and the caller,
+// readied by the reader's hand-over on ch. Readying a goroutine with the
+// other core idle also wakes a thread to look for work, which finds none.
+// A caller that reads its answer itself is woken once, by the poller.
+// The reader goroutine still reads whenever two calls are in flight, and
+// between calls (see handBack), so a server's messages are not left
+// unread for more than handBackAfter (#25).
+func (t *StdioTransport) lead(ctx context.Context, leader uint64, key idKey, ch chan *transport.JSONRPCResponse) (*transport.JSONRPCResponse, error) {
+	defer t.passOn(leader)
+	if ctx.Done() != nil {
+		stop := context.AfterFunc(ctx, func() {
+			t.mu.Lock()
+			defer t.mu.Unlock()
+			t.interruptLeader(leader)
+		})
+		defer stop()
+	}
+	for {
+		select {
+		case resp := <-ch:
+			t.slots.Put(ch)
+			return resp, nil
+		default:
+		}
+		line, err := t.lines.Line()
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			var ended error
+			select {
+			case <-t.done:
+				ended = transport.ErrTransportClosed
+			default:
+				ended = ctx.Err()
+			}
+			t.mu.Lock()
+			if ended != nil {
+				delete(t.pending, key)
+			} else if t.interrupted { // not set for this leader: clear it
+				t.interrupted = false
+				_ = t.setDeadline(time.Time{})
+			}
+			t.mu.Unlock()
+			if ended != nil {
+				return nil, ended
+			}
+			continue
+		}
+		if !t.handleLine(line, err) {
+			t.end()
+			select {
+			case resp := <-ch: // an answer may have come just before the end
+				t.slots.Put(ch)
+				return resp, nil
+			default:
+			}
+			t.mu.Lock()
+			delete(t.pending, key)
+			t.mu.Unlock()
+			return nil, transport.ErrTransportClosed
+		}
+	}
+}
+
+// passOn ends leader's reading: a read deadline set to interrupt it is
+// cleared, and the reading goes to the reader goroutine at once when
+// another request waits for its answer or more is read already, else
+// when nobody has taken it within handBackAfter (see handBack).
+func (t *StdioTransport) passOn(leader uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.leader != leader {
+		return
+	}
+	t.leader = 0
+	if t.interrupted {
+		t.interrupted = false
+		_ = t.setDeadline(time.Time{})
+	}
+	t.answered = false
+	if len(t.pending) > 0 || t.lines.Buffered() {
+		t.wake <- struct{}{}
+		return
+	}
+	t.reading = false
+	t.idle.Reset(t.handBackAfter)
 }
 
 // slot is a channel for one answer, from slots or new.

@@ -53,7 +53,7 @@ const stdioLimit = 400
 
 // runStdioExchange runs x over the transport newTr makes of a bounded
 // stdout and a stdin, the way Conn makes them.
-func runStdioExchange(t *testing.T, x stdioExchange, newTr func(*BoundedLines, io.WriteCloser) transport.BidirectionalInterface) stdioTrace {
+func runStdioExchange(t *testing.T, x stdioExchange, newTr func(*BoundedLines, io.WriteCloser, *os.File) transport.BidirectionalInterface) stdioTrace {
 	t.Helper()
 	outR, outW, err := os.Pipe() // the server's stdout
 	if err != nil {
@@ -65,7 +65,7 @@ func runStdioExchange(t *testing.T, x stdioExchange, newTr func(*BoundedLines, i
 	}
 	defer func() { _, _, _, _ = outR.Close(), outW.Close(), inR.Close(), inW.Close() }()
 	lines := boundedStdout(pipeIO(outR), stdioLimit, func(error) {})
-	tr := newTr(lines, closedWritesDropped{pipeIO(inW)})
+	tr := newTr(lines, closedWritesDropped{pipeIO(inW)}, outR)
 	var tr0 stdioTrace
 	var mu sync.Mutex
 	ctx, cancel := context.WithCancel(context.Background())
@@ -249,20 +249,31 @@ func TestStdioTransportMatchesMCPGo(t *testing.T) {
 		{name: "child exits after answering", lines: []string{answer(`"tb-1"`, `{}`)}, end: true},
 		{name: "cancelled", cancel: true, lines: []string{progress}, late: []string{answer(`"tb-1"`, `{}`)}},
 	}
-	ours := func(l *BoundedLines, w io.WriteCloser) transport.BidirectionalInterface {
+	ours := func(l *BoundedLines, w io.WriteCloser, _ *os.File) transport.BidirectionalInterface {
 		return NewStdioTransport(l, w)
 	}
-	mcpgo := func(l *BoundedLines, w io.WriteCloser) transport.BidirectionalInterface {
+	// leading: each request's caller reads its own answer, and the reader
+	// goroutine never takes the reading back between them.
+	leading := func(l *BoundedLines, w io.WriteCloser, stdout *os.File) transport.BidirectionalInterface {
+		tr := NewStdioTransport(l, w)
+		tr.LeadWith(stdout.SetReadDeadline)
+		tr.handBackAfter = time.Hour
+		return tr
+	}
+	mcpgo := func(l *BoundedLines, w io.WriteCloser, _ *os.File) transport.BidirectionalInterface {
 		return refusingIO{transport.NewIO(l, w, nil)}
 	}
 	for _, x := range exchanges {
 		t.Run(x.name, func(t *testing.T) {
 			want := runStdioExchange(t, x, mcpgo)
-			got := runStdioExchange(t, x, ours)
-			if !reflect.DeepEqual(got, want) {
-				gb, _ := json.MarshalIndent(got, "", " ")
-				wb, _ := json.MarshalIndent(want, "", " ")
-				t.Errorf("StdioTransport:\n%s\nmcp-go's:\n%s", gb, wb)
+			for name, tr := range map[string]func(*BoundedLines, io.WriteCloser, *os.File) transport.BidirectionalInterface{
+				"reader goroutine": ours, "caller reading": leading} {
+				got := runStdioExchange(t, x, tr)
+				if !reflect.DeepEqual(got, want) {
+					gb, _ := json.MarshalIndent(got, "", " ")
+					wb, _ := json.MarshalIndent(want, "", " ")
+					t.Errorf("StdioTransport, %s:\n%s\nmcp-go's:\n%s", name, gb, wb)
+				}
 			}
 		})
 	}
