@@ -2,6 +2,7 @@ package search
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -404,5 +405,59 @@ func TestCheapFirstOrder(t *testing.T) {
 	want := []int{1, 3, 2, 0, 4}
 	if !slices.Equal(order, want) {
 		t.Fatalf("order %v, want %v", order, want)
+	}
+}
+
+// TestFilterRowsAll checks that filterRows over every touched row (cands
+// nil), which marks the rows it keeps, keeps and marks exactly what
+// listing every row, marking them all and filtering the list does, for
+// rows of two clauses (its unrolled loop) and of three.
+func TestFilterRowsAll(t *testing.T) {
+	rng := rand.New(rand.NewPCG(6, 25))
+	mixed := 0
+	for _, nc := range []int{2, 3} {
+		nr := nc + 1
+		for round := range 50 {
+			const docs = 400
+			sc := &scratch{cand: make([]bool, docs)}
+			for g := range docs {
+				if rng.IntN(3) > 0 {
+					sc.touched = append(sc.touched, g)
+					for range nr {
+						sc.prow = append(sc.prow, rng.Float64()*4)
+					}
+				}
+			}
+			at, r, ft := 2+rng.Float64()*3, rng.Float64(), 8+rng.Float64()*8
+			var ct, hi [maxClauses]float64
+			for c := range nc {
+				ct[c], hi[c] = 2+rng.Float64()*3, rng.Float64()*2
+			}
+			if round%10 == 0 {
+				ct[0] = math.Inf(1)
+			}
+			var list []int32
+			for p := range sc.touched {
+				list = append(list, int32(p))
+				sc.cand[sc.touched[p]] = true
+			}
+			want := slices.Clone(filterRows(sc, nr, list, at, &ct, r, &hi, ft))
+			wantCand := slices.Clone(sc.cand)
+			clear(sc.cand)
+			got := filterRows(sc, nr, nil, at, &ct, r, &hi, ft)
+			if !slices.Equal(got, want) {
+				t.Fatalf("%d clauses, round %d: kept rows %v, want %v", nc, round, got, want)
+			}
+			if !slices.Equal(sc.cand, wantCand) {
+				t.Fatalf("%d clauses, round %d: marks differ from filtering the listed rows", nc, round)
+			}
+			if len(want) > 0 && len(want) < len(sc.touched) {
+				mixed++
+			}
+		}
+	}
+	// The thresholds must both keep and drop rows for the test to test.
+	if mixed < 50 {
+		t.Fatalf("only %d of 100 rounds kept some rows and dropped others", mixed)
 	}
 }
