@@ -169,16 +169,19 @@ func decodeCountMemo(b []byte, tokenizer string) (map[[sha256.Size]byte]int, [sh
 }
 
 // Save writes the counts used or made since Load, and those of the file
-// that still fit (see encode), to the memo file,
+// that still fit (see records), to the memo file,
 // atomically (mode 0600), if they differ from what it holds.
 func (m *CountMemo) Save() error {
-	b, sum := m.encode()
+	// The records' digest first: a start whose counts are the file's
+	// (every warm start) stops there, and the file's bytes are never made.
+	packed, sum := m.records()
 	m.mu.Lock()
 	same := sum == m.saved
 	m.mu.Unlock()
 	if same {
 		return nil
 	}
+	b := m.fileBytes(packed, sum)
 	if err := m.dir.Write(countMemoFile, b); err != nil {
 		return fmt.Errorf("saving the token count memo: %w", err)
 	}
@@ -188,9 +191,14 @@ func (m *CountMemo) Save() error {
 	return nil
 }
 
-// encode renders the counts as a memo file, records sorted
-// so that the same counts give the same bytes, and their digest.
-func (m *CountMemo) encode() ([]byte, [sha256.Size]byte) {
+// fileBytes renders a memo file of packed records, whose digest is sum.
+func (m *CountMemo) fileBytes(packed []byte, sum [sha256.Size]byte) []byte {
+	b, _ := json.Marshal(countMemoDoc{Version: CountMemoFormatVersion, Tokenizer: m.Name(), Sum: hex.EncodeToString(sum[:]), Counts: packed}) // plain fields always encode
+	return append(b, '\n')
+}
+
+// records packs the counts to save, sorted, and their digest.
+func (m *CountMemo) records() ([]byte, [sha256.Size]byte) {
 	m.mu.Lock()
 	// The file's counts that this run did not use stay (another config
 	// on the same state directory, a server that is down), while they
@@ -211,9 +219,7 @@ func (m *CountMemo) encode() ([]byte, [sha256.Size]byte) {
 		packed = binary.BigEndian.AppendUint32(packed, uint32(min(counts[k], maxCount)))
 	}
 	m.mu.Unlock()
-	sum := sha256.Sum256(packed)
-	b, _ := json.Marshal(countMemoDoc{Version: CountMemoFormatVersion, Tokenizer: m.Name(), Sum: hex.EncodeToString(sum[:]), Counts: packed}) // plain fields always encode
-	return append(b, '\n'), sum
+	return packed, sha256.Sum256(packed)
 }
 
 func sortDigests(keys [][sha256.Size]byte) {

@@ -162,7 +162,10 @@ func (s *Store) SaveMemo() error {
 	}
 	s.memoSave.Lock() // one writer at a time, the last state last
 	defer s.memoSave.Unlock()
-	b, sum, err := s.memo.encode(s.memoKey)
+	// The entries' digest first: a start whose memo is the file's (every
+	// warm start) stops there, and the file's bytes are never made. They
+	// were a second copy of the entries, live at start-up's peak.
+	entries, sum, err := s.memo.entries()
 	if err != nil {
 		return fmt.Errorf("encoding the review memo: %w", err)
 	}
@@ -171,6 +174,10 @@ func (s *Store) SaveMemo() error {
 	s.memo.mu.Unlock()
 	if same {
 		return nil
+	}
+	b, err := memoBytes(s.memoKey, entries, sum)
+	if err != nil {
+		return fmt.Errorf("encoding the review memo: %w", err)
 	}
 	if err := s.dir.Write(memoFile, b); err != nil {
 		return fmt.Errorf("saving the review memo: %w", err)
@@ -184,6 +191,24 @@ func (s *Store) SaveMemo() error {
 // encode renders the memo as a memo file made under key (see SaveMemo
 // for which entries), and the digest of its entries.
 func (m *memo) encode(key string) ([]byte, [sha256.Size]byte, error) {
+	entries, sum, err := m.entries()
+	if err != nil {
+		return nil, sum, err
+	}
+	b, err := memoBytes(key, entries, sum)
+	return b, sum, err
+}
+
+// memoBytes renders a memo file made under key of entries, whose digest
+// is sum.
+func memoBytes(key string, entries json.RawMessage, sum [sha256.Size]byte) ([]byte, error) {
+	b, err := json.Marshal(memoDoc{Version: MemoFormatVersion, Key: key, Sum: hex.EncodeToString(sum[:]), Entries: entries})
+	return append(b, '\n'), err
+}
+
+// entries renders the memo's entries (see SaveMemo for which), and their
+// digest.
+func (m *memo) entries() (json.RawMessage, [sha256.Size]byte, error) {
 	servers := map[string]map[string]memoTool{}
 	m.mu.Lock()
 	// A server this run reviewed keeps the entries of the tools it offers
@@ -209,7 +234,5 @@ func (m *memo) encode(key string) ([]byte, [sha256.Size]byte, error) {
 	if err != nil {
 		return nil, [sha256.Size]byte{}, err
 	}
-	sum := sha256.Sum256(entries)
-	b, err := json.Marshal(memoDoc{Version: MemoFormatVersion, Key: key, Sum: hex.EncodeToString(sum[:]), Entries: entries})
-	return append(b, '\n'), sum, err
+	return entries, sha256.Sum256(entries), nil
 }
