@@ -235,10 +235,6 @@ func startupSummary(cat *Catalog, servers int) string {
 // again. tool_search ignores hits the catalog does not have yet.
 func (g *Gateway) prepare(u *upstream.Conn) {
 	cat := buildCatalog([]*upstream.Conn{u}, metaNames, g.knownServers())
-	listed := make([]mcp.Tool, len(cat.Tools))
-	for i, t := range cat.Tools {
-		listed[i] = t.Listed()
-	}
 	var indexed sync.WaitGroup
 	indexed.Go(func() {
 		// The documents are made before taking g.rebuildMu: a tools/list
@@ -254,7 +250,7 @@ func (g *Gateway) prepare(u *upstream.Conn) {
 		}
 	})
 	live := g.settings()
-	classify.CountAll(live.counter, listed)
+	classify.CountEach(live.counter, len(cat.Tools), func(i int) mcp.Tool { return cat.Tools[i].Listed() })
 	// The trust review of this server's tools, done now so that the
 	// rebuild that publishes the catalog finds them in the memo: it runs
 	// once the slowest server is up, and everything it does delays the

@@ -191,11 +191,30 @@ type Tool struct {
 // never_defer names, tool rules and `defer: never` keep every copy core:
 // they are the user's word about those tools.
 func (c *Classifier) ClassifyAll(tools []Tool) []Verdict {
+	refs := make([]ToolRef, len(tools))
+	for i := range tools {
+		refs[i] = ToolRef{Server: tools[i].Server, Tool: &tools[i].Tool}
+	}
+	return c.ClassifyRefs(refs)
+}
+
+// ToolRef is one upstream tool with its server, as ClassifyRefs takes it:
+// the definition by pointer, not copied.
+type ToolRef struct {
+	Server string
+	Tool   *mcp.Tool
+}
+
+// ClassifyRefs is ClassifyAll for tools the caller holds already: a
+// gateway's catalog points at its definitions, and copying each (some 400
+// bytes a tool) into a []Tool was 4 MB live at start-up's peak for 10,000
+// tools.
+func (c *Classifier) ClassifyRefs(tools []ToolRef) []Verdict {
 	out := make([]Verdict, len(tools))
 	src := make([]source, len(tools))
 	byName := map[[2]string]int{} // server, tool name -> index
 	for i, t := range tools {
-		out[i], src[i] = c.classify(t.Server, t.Tool, true)
+		out[i], src[i] = c.classify(t.Server, *t.Tool, true)
 		byName[[2]string{t.Server, t.Tool.Name}] = i
 	}
 	// Deprecated core tools give their place to their replacement.
@@ -203,11 +222,11 @@ func (c *Classifier) ClassifyAll(tools []Tool) []Verdict {
 		if src[i] != fromCoreSet {
 			continue
 		}
-		dep, repl := Deprecated(t.Tool)
+		dep, repl := Deprecated(*t.Tool)
 		if !dep {
 			continue
 		}
-		v, s := c.classify(t.Server, t.Tool, false)
+		v, s := c.classify(t.Server, *t.Tool, false)
 		why := fmt.Sprintf("core set: %q is deprecated", t.Tool.Name)
 		if j, ok := byName[[2]string{t.Server, repl}]; ok && repl != "" && src[j] == fromTool && out[j].Class != config.ClassCore {
 			out[j] = Verdict{Class: config.ClassCore, Reason: fmt.Sprintf("core set: replaces the deprecated %q in core_tools", t.Tool.Name)}
@@ -243,7 +262,7 @@ func (c *Classifier) ClassifyAll(tools []Tool) []Verdict {
 		}
 		name := strings.ToLower(t.Tool.Name)
 		k := keep{server: t.Server, named: namedLike(t.Server, t.Tool.Name), rank: c.rank(t.Server)}
-		if v, _ := c.classify(t.Server, t.Tool, false); v.Class == config.ClassCore {
+		if v, _ := c.classify(t.Server, *t.Tool, false); v.Class == config.ClassCore {
 			k.anyway = true
 		}
 		if cur, ok := keeper[name]; !ok || better(k, cur) {
@@ -273,7 +292,7 @@ func (c *Classifier) ClassifyAll(tools []Tool) []Verdict {
 			out[i].Reason += fmt.Sprintf("; listed here, not on the %d other servers that have it (%s)", count[name]-1, why)
 			continue
 		}
-		v, _ := c.classify(t.Server, t.Tool, false)
+		v, _ := c.classify(t.Server, *t.Tool, false)
 		v.Reason = fmt.Sprintf("core set: %q is core on server %q (%s); %s", t.Tool.Name, k.server, why, v.Reason)
 		out[i] = v
 	}

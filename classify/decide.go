@@ -14,7 +14,8 @@ import (
 type Entry struct {
 	// Server is the upstream server's name.
 	Server string
-	// Tool is the tool as the upstream listed it.
+	// Tool is the tool as the upstream listed it. Decide does not read
+	// it (the gateway leaves it out there); Report does.
 	Tool mcp.Tool
 	// Verdict is Classify's answer for the tool.
 	Verdict Verdict
