@@ -203,20 +203,35 @@ func (m *CountMemo) records() ([]byte, [sha256.Size]byte) {
 	// The file's counts that this run did not use stay (another config
 	// on the same state directory, a server that is down), while they
 	// fit: past maxCountMemo only this run's are kept.
-	counts := m.now
-	if len(m.old) > 0 {
-		union := maps.Clone(m.old)
-		maps.Copy(union, m.now)
-		if len(union) <= maxCountMemo {
-			counts = union
+	// The union is listed by key, not made as a map: a third map of every
+	// count was live at start-up's peak.
+	keys := slices.Collect(maps.Keys(m.now))
+	if ours := len(keys); len(m.old) > 0 {
+		for k := range m.old {
+			if _, ok := m.now[k]; !ok {
+				keys = append(keys, k)
+			}
+		}
+		switch {
+		case len(keys) > maxCountMemo:
+			keys = keys[:ours]
+		case len(keys) == ours:
+			// Every count of the file is this run's too (Count moves
+			// what it reads): old holds nothing now lacks, and goes.
+			m.old = nil
 		}
 	}
-	keys := slices.Collect(maps.Keys(counts))
+	count := func(k [sha256.Size]byte) int {
+		if n, ok := m.now[k]; ok {
+			return n
+		}
+		return m.old[k]
+	}
 	packed := make([]byte, 0, len(keys)*countRecord)
 	sortDigests(keys)
 	for _, k := range keys {
 		packed = append(packed, k[:]...)
-		packed = binary.BigEndian.AppendUint32(packed, uint32(min(counts[k], maxCount)))
+		packed = binary.BigEndian.AppendUint32(packed, uint32(min(count(k), maxCount)))
 	}
 	m.mu.Unlock()
 	return packed, sha256.Sum256(packed)
