@@ -66,8 +66,8 @@ var budgets = []budget{
 			if !ok {
 				return "", false, false
 			}
-			return fmt.Sprintf("slowest alone %.0f ms; all 13 through toolbridge %.0f ms (+%.0f ms); all 13 at once without toolbridge %.0f ms, toolbridge +%.0f ms over that",
-				v[0], v[2], v[3], v[1], v[4]), v[4] <= startupLimitMS, true
+			return fmt.Sprintf("slowest alone %.0f ms; all 13 through toolbridge %.0f ms (%s); all 13 at once without toolbridge %.0f ms, toolbridge %s over that",
+				v[0], v[2], signed(v[3], numf("%.0f ms")), v[1], signed(v[4], numf("%.0f ms"))), v[4] <= startupLimitMS, true
 		},
 	},
 	startupInProcess("start=10-130ms", "start-up, 13 in-process servers taking 10–130 ms to start"),
@@ -113,7 +113,7 @@ var budgets = []budget{
 			if !okD || !okT {
 				return "", false, false
 			}
-			return fmt.Sprintf("+%.0f (tool_call %.0f, direct %.0f)", t[0]-d[0], t[0], d[0]), t[0]-d[0] <= addedAllocsLimit, true
+			return fmt.Sprintf("%s (tool_call %.0f, direct %.0f)", signed(t[0]-d[0], numf("%.0f")), t[0], d[0]), t[0]-d[0] <= addedAllocsLimit, true
 		},
 	},
 	{
@@ -125,7 +125,7 @@ var budgets = []budget{
 			if !ok {
 				return "", false, false
 			}
-			return fmt.Sprintf("%.2f× direct, +%s (direct %s)", 1+v[0]/100, dur(v[1]), dur(v[2])), v[0] < 10, true
+			return fmt.Sprintf("%.2f× direct, %s (direct %s)", 1+v[0]/100, signed(v[1], dur), dur(v[2])), v[0] < 10, true
 		},
 	},
 	endToEnd("upstream=go-demo", "tool_call end to end over stdio, Go upstream"),
@@ -209,7 +209,7 @@ func startupInProcess(sub, path string) budget {
 			if !ok {
 				return "", false, false
 			}
-			measured := fmt.Sprintf("slowest alone %.1f ms; all 13 %.1f ms (+%.1f ms)", v[0], v[1], v[2])
+			measured := fmt.Sprintf("slowest alone %.1f ms; all 13 %.1f ms (%s)", v[0], v[1], signed(v[2], numf("%.1f ms")))
 			if cpu, ok := r.get("BenchmarkStartupInProcess/"+sub, "gateway-13-cpu-ms"); ok {
 				measured += fmt.Sprintf("; CPU %.1f ms", cpu[0])
 			}
@@ -269,7 +269,7 @@ func endToEnd(sub, path string) budget {
 				return "", false, false
 			}
 			ratio := 1 + v[1]/100
-			return fmt.Sprintf("%.2f× direct, +%.0f µs (direct %.0f µs); gateway CPU %.0f µs/call", ratio, v[0], v[2], v[3]),
+			return fmt.Sprintf("%.2f× direct, %s (direct %.0f µs); gateway CPU %.0f µs/call", ratio, signed(v[0], numf("%.0f µs")), v[2], v[3]),
 				ratio <= callRatioLimit && v[3] <= 250, true
 		},
 	}
@@ -302,6 +302,21 @@ func dur(ns float64) string {
 		return fmt.Sprintf("%.0f µs", ns/1e3)
 	}
 	return fmt.Sprintf("%.0f ns", ns)
+}
+
+// signed is format(|v|) after + or − (U+2212), so that a gateway that
+// measured faster than direct in a noisy sitting reads "−21 µs", not
+// "+-21 µs".
+func signed(v float64, format func(float64) string) string {
+	if v < 0 {
+		return "−" + format(-v)
+	}
+	return "+" + format(v)
+}
+
+// numf returns a formatter of one number with layout, for signed.
+func numf(layout string) func(float64) string {
+	return func(v float64) string { return fmt.Sprintf(layout, v) }
 }
 
 // mb formats bytes in megabytes (10^6, as the budgets are written).

@@ -173,6 +173,9 @@ func TestRatioVerdicts(t *testing.T) {
 		{"end to end within is met", stdio(30, 250), stdioPath, "| met |"},
 		{"end to end ratio over", stdio(31, 200), stdioPath, "| missed |"},
 		{"end to end CPU over", stdio(10, 251), stdioPath, "| missed |"},
+		// A sitting where the gateway measured faster than direct: a
+		// minus sign, not "+-21 µs".
+		{"end to end faster than direct", "BenchmarkToolCallOverStdio/upstream=go-demo-2 10 1 ns/op -21 toolcall-added-µs -5 toolcall-added-% 400 direct-p50-µs 100 toolcall-gateway-cpu-µs/call\n", stdioPath, "0.95× direct, −21 µs (direct 400 µs)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := rowOf(t, tc.input, tc.path); !strings.Contains(got, tc.want) {
