@@ -317,6 +317,54 @@ func TestDecodedID(t *testing.T) {
 	}
 }
 
+// TestInProcessResponseMatchesRoundTrip holds inProcessResponse to
+// mcp-go's round trip (encode the message, decode it again) for answers
+// of every kind: results it encodes alone, a plain tool result it writes
+// as stdio does, and what it leaves to the round trip (errors, ids the
+// decoder must read).
+func TestInProcessResponseMatchesRoundTrip(t *testing.T) {
+	tool := mcp.NewTool("send_<mail>", mcp.WithDescription("Sends mail & more \u2028 to <b>\"someone\"</b> é 😀"),
+		mcp.WithString("to", mcp.Required(), mcp.Description("who")), mcp.WithNumber("n"))
+	tool.Annotations.Title = "Send"
+	list := &mcp.ListToolsResult{Tools: []mcp.Tool{tool, mcp.NewTool("b")}}
+	list.NextCursor = "c<1>"
+	notPlain := &mcp.CallToolResult{Content: []mcp.Content{mcp.NewImageContent("AAAA", "image/png")}, IsError: true}
+	plain := &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent{Type: "text", Text: "hello <there>"}}}
+	results := []any{
+		list, // tools/list
+		&mcp.InitializeResult{ProtocolVersion: mcp.LATEST_PROTOCOL_VERSION, ServerInfo: mcp.Implementation{Name: "x", Version: "1"}},
+		notPlain,
+		plain,
+		&mcp.EmptyResult{},
+		map[string]any{"b": 1.5, "a": []any{"<", nil, true}},
+		nil,
+	}
+	ids := []mcp.RequestId{mcp.NewRequestId("s<1>"), mcp.NewRequestId(float64(7)), mcp.NewRequestId(1.5), mcp.NewRequestId(int64(9)), mcp.NewRequestId(nil)}
+	var answers []mcp.JSONRPCMessage
+	for _, res := range results {
+		for _, id := range ids {
+			answers = append(answers, mcp.NewJSONRPCResultResponse(id, res))
+		}
+	}
+	answers = append(answers,
+		mcp.NewJSONRPCError(mcp.NewRequestId(float64(3)), mcp.INVALID_PARAMS, "bad <thing>", nil),
+		mcp.JSONRPCResponse{JSONRPC: "1.0", ID: mcp.NewRequestId("x"), Result: list})
+	for _, answer := range answers {
+		got, gerr := inProcessResponse(answer)
+		want, werr := upstream.RoundTripResponse(answer)
+		if (gerr != nil) != (werr != nil) {
+			t.Errorf("%#v: error %v, round trip %v", answer, gerr, werr)
+			continue
+		}
+		if gerr != nil {
+			continue
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%#v:\n got %+v (result %s)\nwant %+v (result %s)", answer, got, got.Result, want, want.Result)
+		}
+	}
+}
+
 // BenchmarkInProcessResponse is what the gateway's InProcessTransport
 // saves on one answer against mcp-go's in-process transport: a tool's
 // plain answer of 2026-07-28 (text, structured content, resultType and
