@@ -41,11 +41,7 @@ func NewPollPipe(f *os.File) (p *PollPipe, ok bool) {
 		return nil, false
 	}
 	_ = rc.Control(func(fd uintptr) {
-		var st syscall.Stat_t
-		if syscall.Fstat(int(fd), &st) != nil {
-			return
-		}
-		if mode := st.Mode & syscall.S_IFMT; mode != syscall.S_IFIFO && mode != syscall.S_IFSOCK {
+		if _, ok := PipeOrSocket(int(fd)); !ok {
 			return
 		}
 		flags, _, errno := syscall.RawSyscall(syscall.SYS_FCNTL, fd, syscall.F_GETFL, 0)
@@ -55,6 +51,17 @@ func NewPollPipe(f *os.File) (p *PollPipe, ok bool) {
 		return nil, false
 	}
 	return &PollPipe{f: f, rc: rc}, true
+}
+
+// PipeOrSocket reports whether fd is a pipe or a socket, the only files
+// whose reads and writes Go's poller can wait for, and gives its stat.
+func PipeOrSocket(fd int) (syscall.Stat_t, bool) {
+	var st syscall.Stat_t
+	if syscall.Fstat(fd, &st) != nil {
+		return st, false
+	}
+	mode := st.Mode & syscall.S_IFMT
+	return st, mode == syscall.S_IFIFO || mode == syscall.S_IFSOCK
 }
 
 // Read implements io.Reader as os.File's Read does.

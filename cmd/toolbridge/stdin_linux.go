@@ -72,11 +72,8 @@ func pollableFile(f *os.File, others ...int) (io.ReadWriter, func()) {
 	}
 	fd := -1
 	_ = rc.Control(func(orig uintptr) {
-		var st syscall.Stat_t
-		if syscall.Fstat(int(orig), &st) != nil {
-			return
-		}
-		if mode := st.Mode & syscall.S_IFMT; mode != syscall.S_IFIFO && mode != syscall.S_IFSOCK {
+		st, ok := upstream.PipeOrSocket(int(orig))
+		if !ok {
 			return
 		}
 		for _, w := range others {
