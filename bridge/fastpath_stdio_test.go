@@ -55,14 +55,18 @@ func BenchmarkToolCallServedOverStdio(b *testing.B) {
 	}
 }
 
-// TestStdioCancelledFastCall: notifications/cancelled for a tools/call
-// the fast path serves cancels it, as mcp-go cancels its own: the call
-// (which would wait an hour) is answered at once, and the session goes on.
-func TestStdioCancelledFastCall(t *testing.T) {
+// hourLongEchoGateway is a gateway in mode off over the echo server
+// "up", whose calls may run an hour, so that only a cancellation ends
+// them; grace is its shutdown grace, 0 for the default.
+func hourLongEchoGateway(t *testing.T, grace time.Duration) *Gateway {
+	t.Helper()
 	cfg := config.Default()
 	cfg.Mode = config.ModeOff
 	cfg.StateDir = t.TempDir()
 	cfg.Timeouts.Call = time.Hour
+	if grace > 0 {
+		cfg.Serve.ShutdownGrace = grace
+	}
 	g, err := New(&cfg, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -71,6 +75,14 @@ func TestStdioCancelledFastCall(t *testing.T) {
 	if err := g.Connect(context.Background(), []upstream.Spec{{Name: "up", InProcess: echoServer("up")}}); err != nil {
 		t.Fatal(err)
 	}
+	return g
+}
+
+// TestStdioCancelledFastCall: notifications/cancelled for a tools/call
+// the fast path serves cancels it, as mcp-go cancels its own: the call
+// (which would wait an hour) is answered at once, and the session goes on.
+func TestStdioCancelledFastCall(t *testing.T) {
+	g := hourLongEchoGateway(t, 0)
 	inR, inW := io.Pipe()
 	send, next, served := stdioLines(t, context.Background(), g, inR, inW)
 	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
@@ -104,19 +116,7 @@ func TestStdioCancelledFastCall(t *testing.T) {
 // stdioFront.follow), and so does a third; each one's cancellation
 // reaches it.
 func TestStdioFastCallsAtOnce(t *testing.T) {
-	cfg := config.Default()
-	cfg.Mode = config.ModeOff
-	cfg.StateDir = t.TempDir()
-	cfg.Timeouts.Call = time.Hour
-	cfg.Serve.ShutdownGrace = 100 * time.Millisecond
-	g, err := New(&cfg, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = g.Close() })
-	if err := g.Connect(context.Background(), []upstream.Spec{{Name: "up", InProcess: echoServer("up")}}); err != nil {
-		t.Fatal(err)
-	}
+	g := hourLongEchoGateway(t, 100*time.Millisecond)
 	// A kernel pipe: a line is sent whether or not the gateway reads it.
 	inR, inW, err := os.Pipe()
 	if err != nil {
